@@ -1,0 +1,109 @@
+"""Settings: the only module that reads the process environment.
+
+Click options name their environment variable themselves (`envvar=`); the names live here so the
+CLI, the service and the docs agree. Everything else receives a `Settings` (or plain arguments).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from perfgate.errors import UsageError
+
+DEFAULT_DB_URL = "sqlite:///.perfgate/perfgate.db"
+DEFAULT_MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+
+ENV_DB = "PERFGATE_DB"
+ENV_SERVER = "PERFGATE_SERVER"
+ENV_TOKEN = "PERFGATE_TOKEN"
+ENV_MAX_DOCUMENT_BYTES = "PERFGATE_MAX_DOCUMENT_BYTES"
+ENV_PROJECT = "PERFGATE_PROJECT"
+ENV_COMMIT = "PERFGATE_COMMIT"
+ENV_BRANCH = "PERFGATE_BRANCH"
+ENV_PR = "PERFGATE_PR"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a perfgate process is configured with."""
+
+    db_url: str = DEFAULT_DB_URL
+    server: str | None = None
+    token: str | None = None
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    # Connecting is retried this many times (with backoff) before exit code 3.
+    db_connect_attempts: int = 3
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        return cls(
+            db_url=env.get(ENV_DB) or DEFAULT_DB_URL,
+            server=env.get(ENV_SERVER) or None,
+            token=env.get(ENV_TOKEN) or None,
+            max_document_bytes=parse_byte_size(
+                env.get(ENV_MAX_DOCUMENT_BYTES) or str(DEFAULT_MAX_DOCUMENT_BYTES),
+                source=ENV_MAX_DOCUMENT_BYTES,
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class GitHubContext:
+    """What GitHub Actions tells a job about itself (all optional outside Actions)."""
+
+    sha: str | None = None
+    ref_name: str | None = None
+    repository: str | None = None
+    event_path: str | None = None
+    api_url: str | None = None
+    token: str | None = None
+    step_summary: str | None = None
+    run_url: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> GitHubContext:
+        env = os.environ if environ is None else environ
+        run_url = None
+        if env.get("GITHUB_SERVER_URL") and env.get("GITHUB_REPOSITORY") and env.get("GITHUB_RUN_ID"):
+            run_url = (
+                f"{env['GITHUB_SERVER_URL']}/{env['GITHUB_REPOSITORY']}"
+                f"/actions/runs/{env['GITHUB_RUN_ID']}"
+            )
+        return cls(
+            sha=env.get("GITHUB_SHA") or None,
+            ref_name=env.get("GITHUB_REF_NAME") or None,
+            repository=env.get("GITHUB_REPOSITORY") or None,
+            event_path=env.get("GITHUB_EVENT_PATH") or None,
+            api_url=env.get("GITHUB_API_URL") or None,
+            token=env.get("GITHUB_TOKEN") or None,
+            step_summary=env.get("GITHUB_STEP_SUMMARY") or None,
+            run_url=run_url,
+            extra={
+                k: v
+                for k, v in env.items()
+                if k in ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_WORKFLOW", "GITHUB_JOB",
+                         "RUNNER_NAME", "RUNNER_OS", "GITHUB_EVENT_NAME", "GITHUB_HEAD_REF",
+                         "GITHUB_BASE_REF")
+            },
+        )
+
+
+_SIZE_SUFFIXES = {"": 1, "b": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2,
+                  "g": 1024**3, "gib": 1024**3}
+
+
+def parse_byte_size(text: str, *, source: str = "size") -> int:
+    """Parse `65536`, `64MiB`, `512k` into bytes; a UsageError names `source` otherwise."""
+    raw = text.strip().lower().replace(" ", "")
+    digits = raw.rstrip("abcdefghijklmnopqrstuvwxyz")
+    suffix = raw[len(digits):]
+    if not digits.isdigit() or suffix not in _SIZE_SUFFIXES:
+        raise UsageError(f"{source}: {text!r} is not a size (try 65536, 512KiB or 64MiB)")
+    value = int(digits) * _SIZE_SUFFIXES[suffix]
+    if value <= 0:
+        raise UsageError(f"{source}: size must be positive, got {text!r}")
+    return value

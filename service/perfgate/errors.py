@@ -1,0 +1,98 @@
+"""The one error tree: every failure perfgate reports to a person derives from PerfgateError.
+
+    PerfgateError                 exit_code 2 unless a subclass says otherwise
+    ├── UsageError                bad options or arguments                        (2)
+    ├── InputError                bad input a user can fix                        (2)
+    │   ├── DocumentError         a results document is invalid (names the field)
+    │   ├── ConflictError         a run id already stored with different content
+    │   ├── NotFoundError         a commit, branch, run or benchmark is not in the store
+    │   └── DocumentTooLargeError a document is over the configured size limit
+    ├── NotImplementedYetError    a command that a later release fills in        (2)
+    └── ExternalError             an external system failed after retries          (3)
+        ├── DatabaseError         the database could not be reached or refused work
+        └── GitHubError           GitHub refused or failed
+
+The CLI turns these into one line on stderr and the exit code; the API into one JSON error shape.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_USAGE = 2
+EXIT_EXTERNAL = 3
+
+
+class PerfgateError(Exception):
+    """Base of every error perfgate reports; `str(error)` is the one line shown to the user."""
+
+    exit_code: int = EXIT_USAGE
+    code: str = "error"
+
+
+class UsageError(PerfgateError):
+    """The command line or a setting is wrong."""
+
+    code = "bad_usage"
+
+
+class InputError(PerfgateError):
+    """Input a user can fix: a file, a document, a name that does not resolve."""
+
+    code = "bad_input"
+
+
+class DocumentError(InputError):
+    """A results document failed validation; `path` is the offending field (e.g. `benchmarks[3].key`)."""
+
+    code = "invalid_document"
+
+    def __init__(self, message: str, *, path: str = "", source: str = "") -> None:
+        self.path = path
+        self.source = source
+        self.detail = message
+        where = ": ".join(part for part in (source, path) if part)
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class DocumentTooLargeError(InputError):
+    """A document is bigger than the configured limit."""
+
+    code = "too_large"
+
+
+class ConflictError(InputError):
+    """The same run id was stored before with different content."""
+
+    code = "conflict"
+
+
+class NotFoundError(InputError):
+    """Something named by the user is not in the store."""
+
+    code = "not_found"
+
+
+class NotImplementedYetError(PerfgateError):
+    """A command whose implementation lands in a later release."""
+
+    code = "not_implemented"
+
+
+class ExternalError(PerfgateError):
+    """An external system (database, server, GitHub) failed after retries."""
+
+    exit_code = EXIT_EXTERNAL
+    code = "external_failure"
+
+
+class DatabaseError(ExternalError):
+    """The database could not be reached, or failed while working."""
+
+    code = "database_unavailable"
+
+
+class GitHubError(ExternalError):
+    """GitHub refused a request or kept failing."""
+
+    code = "github_failure"

@@ -1,0 +1,392 @@
+"""The results document (`perfgate/results@1`): typed models, one validator, load and dump.
+
+The same `parse_document` serves the CLI, the runner and the HTTP API, so a document is judged the
+same way wherever it arrives. Every rejection is one `DocumentError` whose `path` names the field in
+the document's own terms, e.g. `benchmarks[3].metrics.time.samples[7]: NaN is not a valid sample`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticCustomError
+
+from perfgate.errors import DocumentError, DocumentTooLargeError
+
+SCHEMA = "perfgate/results@1"
+SCHEMA_PREFIX = "perfgate/results@"
+
+ParamValue = str | int | float | bool | None
+Direction = Literal["lower", "higher"]
+
+_COMMIT_RE = re.compile(r"^[0-9a-f]{7,64}$")
+
+
+def make_key(name: str, params: Mapping[str, ParamValue]) -> str:
+    """The instance key of DESIGN §2: `name[k=v,...]` with params sorted by key, or just `name`."""
+    if not params:
+        return name
+    inner = ",".join(f"{k}={_format_param(params[k])}" for k in sorted(params))
+    return f"{name}[{inner}]"
+
+
+def _format_param(value: ParamValue) -> str:
+    if isinstance(value, float) and value.is_integer():
+        # 1.0 and 1 are different params to Python but would print alike; keep the float visible.
+        return repr(value)
+    return str(value)
+
+
+# --- field-level validators (raise PydanticCustomError so the message reads as written) ---------
+
+
+def _number(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("not_a_number", f"{what} must be a number, got {{got}}",
+                                  {"got": type(value).__name__})
+    number = float(value)
+    if math.isnan(number):
+        raise PydanticCustomError("nan", f"NaN is not a valid {what}")
+    if math.isinf(number):
+        raise PydanticCustomError("inf", f"infinity is not a valid {what}")
+    if number < 0:
+        raise PydanticCustomError("negative", f"negative {what} {{value}} is not valid",
+                                  {"value": number})
+    return number
+
+
+def _sample(value: object) -> float:
+    return _number(value, "sample")
+
+
+def _value(value: object) -> float:
+    return _number(value, "value")
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer() and value >= 0:
+            return int(value)
+        raise PydanticCustomError("not_a_count", "must be a non-negative integer")
+    if value < 0:
+        raise PydanticCustomError("negative", "must be a non-negative integer")
+    return value
+
+
+def _param_value(value: object) -> ParamValue:
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    raise PydanticCustomError("bad_param", "a param must be a string, number, boolean or null")
+
+
+def _commit(value: object) -> str:
+    if not isinstance(value, str) or not _COMMIT_RE.match(value.lower()):
+        raise PydanticCustomError("bad_commit", "must be a hex commit id (7 to 64 hex digits)")
+    return value.lower()
+
+
+def _run_id(value: object) -> str:
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        raise PydanticCustomError("bad_uuid", "must be a UUID") from None
+
+
+def _timestamp(value: object) -> datetime:
+    if not isinstance(value, str):
+        raise PydanticCustomError("bad_time", "must be an ISO-8601 timestamp string")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise PydanticCustomError("bad_time", "must be an ISO-8601 timestamp") from None
+    # Naive timestamps are taken as UTC, which is what every runner we know of writes.
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
+
+
+def _non_empty(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise PydanticCustomError("empty", "must be a non-empty string")
+    return value
+
+
+Sample = Annotated[float, BeforeValidator(_sample)]
+Value = Annotated[float, BeforeValidator(_value)]
+Count = Annotated[int, BeforeValidator(_count)]
+Param = Annotated[ParamValue, BeforeValidator(_param_value)]
+Commit = Annotated[str, BeforeValidator(_commit)]
+RunId = Annotated[str, BeforeValidator(_run_id)]
+Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
+Name = Annotated[str, BeforeValidator(_non_empty)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Metric(_Model):
+    """One metric of one benchmark instance: per-call `samples` (noisy) or one `value` (exact)."""
+
+    unit: str
+    direction: Direction
+    samples: list[Sample] | None = None
+    # Samples per round, in order, when the run had several rounds (separate processes).
+    rounds: list[Count] | None = None
+    value: Value | None = None
+    exact: bool = False
+    # How a value was measured, e.g. "cuda_allocator" or "rss_hwm" for peak memory.
+    method: str | None = None
+    note: str | None = None
+
+    @property
+    def sampled(self) -> bool:
+        return self.samples is not None
+
+    def round_slices(self) -> list[list[float]]:
+        """The samples split into their rounds (one round when `rounds` is absent)."""
+        samples = self.samples or []
+        if not self.rounds:
+            return [list(samples)]
+        out, start = [], 0
+        for size in self.rounds:
+            out.append(list(samples[start : start + size]))
+            start += size
+        return out
+
+
+class Op(_Model):
+    """Per-call profile row of one operator."""
+
+    op: Name
+    count: Value
+    self_cpu_us: Value = 0.0
+    self_device_us: Value = 0.0
+    flops: Value = 0.0
+
+
+class Profile(_Model):
+    ops: list[Op] = Field(default_factory=list)
+    trace: str | None = None
+
+
+class Benchmark(_Model):
+    """One benchmark instance (a name and one combination of params) in one run."""
+
+    name: Name
+    params: dict[str, Param] = Field(default_factory=dict)
+    key: Name
+    device: str | None = None
+    error: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    metrics: dict[str, Metric] = Field(default_factory=dict)
+    profile: Profile | None = None
+
+
+class Run(_Model):
+    id: RunId
+    project: Name
+    commit: Commit
+    branch: str | None = None
+    pr: Annotated[int, Field(gt=0, strict=True)] | None = None
+    base_commit: Commit | None = None
+    started_at: Timestamp
+    finished_at: Timestamp | None = None
+    ci: dict[str, Any] = Field(default_factory=dict)
+
+
+class Environment(BaseModel):
+    """Where the run happened; free-form apart from the fingerprint of what affects performance."""
+
+    model_config = ConfigDict(extra="allow")
+
+    fingerprint: Name
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class ResultsDocument(_Model):
+    schema_: Literal["perfgate/results@1"] = Field(alias="schema")
+    run: Run
+    environment: Environment
+    benchmarks: list[Benchmark]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The document as JSON-ready data, in the canonical form that is hashed and stored."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    def content_hash(self) -> str:
+        """sha256 of the canonical JSON: equal for documents with equal content, however written."""
+        canonical = json.dumps(self.to_json_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+# --- loading --------------------------------------------------------------------------------------
+
+
+def load_document(path: str | Path, *, max_bytes: int) -> ResultsDocument:
+    """Read, size-check, parse and validate a results document file."""
+    file = Path(path)
+    try:
+        size = file.stat().st_size
+    except OSError as exc:
+        raise DocumentError(f"cannot read file: {exc.strerror}", source=str(file)) from None
+    if size > max_bytes:
+        raise DocumentTooLargeError(
+            f"{file}: {_human(size)} is over the document size limit of {_human(max_bytes)} "
+            "(raise it with --max-size or PERFGATE_MAX_DOCUMENT_BYTES)"
+        )
+    return parse_document_bytes(file.read_bytes(), source=str(file))
+
+
+def parse_document_bytes(raw: bytes, *, source: str = "") -> ResultsDocument:
+    """Parse JSON bytes and validate them as a results document."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DocumentError(f"not UTF-8 text (byte {exc.start})", source=source) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DocumentError(
+            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=source
+        ) from None
+    except RecursionError:
+        raise DocumentError("invalid JSON: nested too deeply", source=source) from None
+    return parse_document(data, source=source)
+
+
+def parse_document(data: object, *, source: str = "") -> ResultsDocument:
+    """Validate already-decoded JSON data; raises DocumentError naming the first bad field."""
+    if not isinstance(data, dict):
+        raise DocumentError("a results document must be a JSON object", source=source)
+    schema = data.get("schema")
+    if schema is None:
+        raise DocumentError("missing field (expected \"perfgate/results@1\")",
+                            path="schema", source=source)
+    if schema != SCHEMA:
+        if isinstance(schema, str) and schema.startswith(SCHEMA_PREFIX):
+            message = (f"unknown schema version {schema!r}: this perfgate reads {SCHEMA}; "
+                       "upgrade perfgate to read newer documents")
+        else:
+            message = f"{schema!r} is not a perfgate results document (expected {SCHEMA!r})"
+        raise DocumentError(message, path="schema", source=source)
+    try:
+        document = ResultsDocument.model_validate(data)
+    except ValidationError as exc:
+        raise _document_error(exc, source) from None
+    _check_consistency(document, source)
+    return document
+
+
+def _check_consistency(document: ResultsDocument, source: str) -> None:
+    """Rules that span fields, which pydantic's per-field validation cannot name precisely."""
+    seen: dict[str, int] = {}
+    for i, bench in enumerate(document.benchmarks):
+        where = f"benchmarks[{i}]"
+        expected = make_key(bench.name, bench.params)
+        if bench.key != expected:
+            raise DocumentError(
+                f"key {bench.key!r} does not match name and params (expected {expected!r})",
+                path=f"{where}.key", source=source)
+        if bench.key in seen:
+            raise DocumentError(f"duplicate key {bench.key!r} (also benchmarks[{seen[bench.key]}])",
+                                path=f"{where}.key", source=source)
+        seen[bench.key] = i
+        if bench.error is None and not bench.metrics:
+            raise DocumentError("a benchmark without an error needs at least one metric",
+                                path=f"{where}.metrics", source=source)
+        for name, metric in bench.metrics.items():
+            _check_metric(metric, f"{where}.metrics.{name}", source)
+        if bench.profile is not None:
+            ops: dict[str, int] = {}
+            for j, op in enumerate(bench.profile.ops):
+                if op.op in ops:
+                    raise DocumentError(f"duplicate op {op.op!r} (also ops[{ops[op.op]}])",
+                                        path=f"{where}.profile.ops[{j}].op", source=source)
+                ops[op.op] = j
+
+
+def _check_metric(metric: Metric, where: str, source: str) -> None:
+    if (metric.samples is None) == (metric.value is None):
+        raise DocumentError("a metric needs exactly one of 'samples' and 'value'",
+                            path=where, source=source)
+    if metric.samples is not None:
+        if not metric.samples:
+            raise DocumentError("empty sample list", path=f"{where}.samples", source=source)
+        if metric.exact:
+            raise DocumentError("an exact metric has a 'value', not 'samples'",
+                                path=f"{where}.exact", source=source)
+    if metric.rounds is not None:
+        if metric.samples is None:
+            raise DocumentError("'rounds' needs 'samples'", path=f"{where}.rounds", source=source)
+        if not metric.rounds or any(r == 0 for r in metric.rounds):
+            raise DocumentError("every round needs at least one sample",
+                                path=f"{where}.rounds", source=source)
+        if sum(metric.rounds) != len(metric.samples):
+            raise DocumentError(
+                f"rounds add up to {sum(metric.rounds)} samples but there are "
+                f"{len(metric.samples)}", path=f"{where}.rounds", source=source)
+
+
+_PYDANTIC_MESSAGES = {
+    "missing": "missing field",
+    "extra_forbidden": "unknown field",
+    "literal_error": "must be one of the allowed words",
+}
+
+
+def _document_error(exc: ValidationError, source: str) -> DocumentError:
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    path = format_path(first["loc"])
+    message = _PYDANTIC_MESSAGES.get(first["type"], first["msg"])
+    if first["type"] not in _PYDANTIC_MESSAGES or first["type"] == "literal_error":
+        message = first["msg"].replace("Input should be", "must be")
+    if len(errors) > 1:
+        message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return DocumentError(message, path=path, source=source)
+
+
+def format_path(loc: Sequence[int | str]) -> str:
+    """('benchmarks', 3, 'metrics', 'time') -> 'benchmarks[3].metrics.time'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _human(size: int) -> str:
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
+# --- writing ----------------------------------------------------------------------------------------
+
+
+def dump_document(document: ResultsDocument, path: str | Path) -> Path:
+    """Write a document as JSON (parents created); returns the path written."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    # Written whole then renamed, so a crash never leaves half a document behind.
+    tmp.write_text(json.dumps(document.to_json_dict(), indent=1) + "\n", encoding="utf-8")
+    tmp.replace(out)
+    return out
