@@ -1,0 +1,45 @@
+"""`perfgate upload FILE...`: store results documents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from perfgate.cli.options import db_option, max_size_option, server_options
+from perfgate.config import parse_byte_size
+from perfgate.errors import NotImplementedYetError
+from perfgate.results import load_document
+from perfgate.store.connect import open_store
+from perfgate.store.uploads import UploadOutcome, store_document
+
+
+@click.command("upload")
+@click.argument("files", nargs=-1, required=True,
+                type=click.Path(dir_okay=False, path_type=Path))
+@db_option
+@server_options
+@max_size_option
+def command(files: tuple[Path, ...], db_url: str, server: str | None, token: str | None,
+            max_size: str) -> None:
+    """Store results documents (perfgate/results@1 JSON files).
+
+    Every file is validated before anything is stored, and each document is stored whole or not
+    at all. Uploading the same document again changes nothing.
+    """
+    if server:
+        raise NotImplementedYetError("upload --server is not implemented yet; use --db")
+    limit = parse_byte_size(max_size, source="--max-size")
+    documents = [load_document(path, max_bytes=limit) for path in files]
+    with open_store(db_url) as store:
+        for path, document in zip(files, documents, strict=True):
+            click.echo(f"{path}: {describe(store_document(store.sessions, document))}")
+
+
+def describe(outcome: UploadOutcome) -> str:
+    """One line saying what an upload did."""
+    what = f"run {outcome.run_id} ({outcome.project} @ {outcome.commit[:12]})"
+    if not outcome.created:
+        return f"{what} was already stored with the same content; nothing to do"
+    return (f"stored {what}: {outcome.benchmarks} benchmarks, {outcome.measurements} metrics, "
+            f"{outcome.samples} samples, {outcome.ops} profile rows")

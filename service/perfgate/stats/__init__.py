@@ -1,0 +1,1 @@
+"""Pure statistics: summaries, the two-sample comparator, noise models, change points, attribution."""

@@ -1,0 +1,1 @@
+"""The SQL store: table classes, engines and sessions, migrations, repository and use cases."""

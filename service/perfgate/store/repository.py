@@ -1,0 +1,144 @@
+"""Repository functions: keyword-only, take the session, never commit (use cases own transactions)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Table, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from perfgate.store import models
+from perfgate.store.models import utcnow
+
+
+def _insert_ignoring_conflicts(session: Session, table: Table, rows: Sequence[dict[str, Any]],
+                               conflict_columns: Sequence[str]) -> None:
+    """INSERT ... ON CONFLICT DO NOTHING, so concurrent uploads can share projects and benchmarks."""
+    if not rows:
+        return
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
+        pg_stmt = postgresql.insert(table).on_conflict_do_nothing(index_elements=conflict_columns)
+        session.execute(pg_stmt, list(rows))
+    elif dialect == "sqlite":
+        lite_stmt = sqlite.insert(table).on_conflict_do_nothing(index_elements=conflict_columns)
+        session.execute(lite_stmt, list(rows))
+    else:  # pragma: no cover - only the two supported backends reach here
+        raise NotImplementedError(f"unsupported database dialect {dialect}")
+
+
+def ensure_project(session: Session, *, name: str) -> int:
+    """The id of project `name`, created if new."""
+    table = models.Project.__table__
+    _insert_ignoring_conflicts(session, table, [{"name": name, "created_at": utcnow()}],  # type: ignore[arg-type]
+                               ["name"])
+    project_id = session.scalar(select(models.Project.id).where(models.Project.name == name))
+    assert project_id is not None
+    return project_id
+
+
+def find_project(session: Session, *, name: str) -> models.Project | None:
+    return session.scalar(select(models.Project).where(models.Project.name == name))
+
+
+def ensure_environment(session: Session, *, fingerprint: str, data: dict[str, Any]) -> models.Environment:
+    """The environment row for `fingerprint`; the first document's description is kept."""
+    table = models.Environment.__table__
+    _insert_ignoring_conflicts(
+        session, table,  # type: ignore[arg-type]
+        [{"fingerprint": fingerprint, "data": data, "created_at": utcnow()}], ["fingerprint"],
+    )
+    env = session.scalar(
+        select(models.Environment).where(models.Environment.fingerprint == fingerprint)
+    )
+    assert env is not None
+    return env
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    key: str
+    name: str
+    params: dict[str, Any]
+
+
+def ensure_benchmarks(session: Session, *, project_id: int,
+                      specs: Sequence[BenchmarkSpec]) -> dict[str, int]:
+    """Map each spec's key to its benchmark id, creating the missing ones in one statement."""
+    keys = [spec.key for spec in specs]
+    existing = _benchmark_ids(session, project_id=project_id, keys=keys)
+    missing = [spec for spec in specs if spec.key not in existing]
+    if missing:
+        now = utcnow()
+        _insert_ignoring_conflicts(
+            session, models.Benchmark.__table__,  # type: ignore[arg-type]
+            [{"project_id": project_id, "key": s.key, "name": s.name, "params": s.params,
+              "created_at": now} for s in missing],
+            ["project_id", "key"],
+        )
+        existing.update(_benchmark_ids(session, project_id=project_id,
+                                       keys=[s.key for s in missing]))
+    return existing
+
+
+def _benchmark_ids(session: Session, *, project_id: int, keys: Sequence[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    # Chunked: SQLite caps the number of bound parameters in one statement.
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        rows = session.execute(
+            select(models.Benchmark.key, models.Benchmark.id).where(
+                models.Benchmark.project_id == project_id, models.Benchmark.key.in_(chunk)
+            )
+        )
+        out.update({key: bench_id for key, bench_id in rows})
+    return out
+
+
+def get_run(session: Session, *, run_id: str) -> models.Run | None:
+    return session.get(models.Run, run_id)
+
+
+def add_run(session: Session, *, run: models.Run) -> None:
+    session.add(run)
+    # Flushed now so a duplicate id fails here, before thousands of child rows are sent.
+    session.flush([run])
+
+
+def add_rows(session: Session, *, table: Table, rows: Iterable[dict[str, Any]]) -> int:
+    """Bulk insert (one executemany, batched by the driver); returns the row count."""
+    batch = list(rows)
+    if batch:
+        session.execute(table.insert(), batch)
+    return len(batch)
+
+
+def pack_samples(samples: Sequence[float]) -> bytes:
+    return np.asarray(samples, dtype="<f8").tobytes()
+
+
+def unpack_samples(blob: bytes) -> list[float]:
+    return np.frombuffer(blob, dtype="<f8").tolist()  # type: ignore[no-any-return]
+
+
+def count_rows(session: Session) -> dict[str, int]:
+    """Row counts of every table, for `perfgate demo` and tests that check nothing was stored."""
+    counts: dict[str, int] = {}
+    for table in models.Base.metadata.sorted_tables:
+        counts[table.name] = session.scalar(select(func.count()).select_from(table)) or 0
+    return counts
+
+
+def runs_of_project(session: Session, *, project: str, limit: int = 20) -> list[models.Run]:
+    stmt = (
+        select(models.Run)
+        .join(models.Project, models.Project.id == models.Run.project_id)
+        .where(models.Project.name == project)
+        .order_by(models.Run.started_at.desc())
+        .limit(limit)
+    )
+    return list(session.scalars(stmt))

@@ -1,0 +1,93 @@
+"""Use case: store one results document, whole or not at all, idempotently by run id."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from perfgate.errors import ConflictError, DatabaseError
+from perfgate.results import ResultsDocument
+from perfgate.store import models, repository
+from perfgate.store.documents import child_rows, run_row
+from perfgate.store.engine import describe_db_error, mask_url
+
+
+@dataclass(frozen=True)
+class UploadOutcome:
+    run_id: str
+    project: str
+    commit: str
+    # False when the same document was already stored (nothing was written).
+    created: bool
+    benchmarks: int
+    measurements: int
+    samples: int
+    ops: int
+
+
+def store_document(sessions: sessionmaker[Session], document: ResultsDocument) -> UploadOutcome:
+    """Store `document` in one transaction.
+
+    The same run id with the same content is a no-op (`created=False`); with different content it
+    is a ConflictError. A concurrent upload of the same run is told apart the same way.
+    """
+    content_hash = document.content_hash()
+    try:
+        with sessions() as session, session.begin():
+            existing = repository.get_run(session, run_id=document.run.id)
+            if existing is not None:
+                return _already_stored(document, existing, content_hash)
+            return _insert(session, document, content_hash)
+    except IntegrityError:
+        # Someone stored the same run id between our check and our insert: judge theirs.
+        with sessions() as session:
+            existing = repository.get_run(session, run_id=document.run.id)
+        if existing is None:
+            raise
+        return _already_stored(document, existing, content_hash)
+    except DBAPIError as exc:
+        url = mask_url(sessions.kw["bind"].url)
+        raise DatabaseError(f"storing run {document.run.id} in {url} failed: "
+                            f"{describe_db_error(exc)}") from None
+
+
+def _already_stored(document: ResultsDocument, existing: models.Run,
+                    content_hash: str) -> UploadOutcome:
+    if existing.content_hash != content_hash:
+        raise ConflictError(
+            f"run {document.run.id} is already stored with different content; "
+            "a re-run needs a new run id"
+        )
+    return _outcome(document, created=False)
+
+
+def _insert(session: Session, document: ResultsDocument, content_hash: str) -> UploadOutcome:
+    project_id = repository.ensure_project(session, name=document.run.project)
+    environment = repository.ensure_environment(
+        session, fingerprint=document.environment.fingerprint,
+        data=document.environment.as_dict(),
+    )
+    repository.add_run(session, run=run_row(document, project_id=project_id,
+                                            environment=environment, content_hash=content_hash))
+    benchmark_ids = repository.ensure_benchmarks(
+        session, project_id=project_id,
+        specs=[repository.BenchmarkSpec(key=b.key, name=b.name, params=b.params)
+               for b in document.benchmarks],
+    )
+    instances, measurements, ops = child_rows(document, benchmark_ids=benchmark_ids)
+    repository.add_rows(session, table=models.Instance.__table__, rows=instances)  # type: ignore[arg-type]
+    repository.add_rows(session, table=models.Measurement.__table__, rows=measurements)  # type: ignore[arg-type]
+    repository.add_rows(session, table=models.Op.__table__, rows=ops)  # type: ignore[arg-type]
+    return _outcome(document, created=True)
+
+
+def _outcome(document: ResultsDocument, *, created: bool) -> UploadOutcome:
+    measurements = sum(len(b.metrics) for b in document.benchmarks)
+    samples = sum(len(m.samples or ()) for b in document.benchmarks for m in b.metrics.values())
+    ops = sum(len(b.profile.ops) for b in document.benchmarks if b.profile)
+    return UploadOutcome(run_id=document.run.id, project=document.run.project,
+                         commit=document.run.commit, created=created,
+                         benchmarks=len(document.benchmarks), measurements=measurements,
+                         samples=samples, ops=ops)
