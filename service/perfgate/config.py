@@ -68,7 +68,11 @@ class GitHubContext:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> GitHubContext:
         env = os.environ if environ is None else environ
         run_url = None
-        if env.get("GITHUB_SERVER_URL") and env.get("GITHUB_REPOSITORY") and env.get("GITHUB_RUN_ID"):
+        if (
+            env.get("GITHUB_SERVER_URL")
+            and env.get("GITHUB_REPOSITORY")
+            and env.get("GITHUB_RUN_ID")
+        ):
             run_url = (
                 f"{env['GITHUB_SERVER_URL']}/{env['GITHUB_REPOSITORY']}"
                 f"/actions/runs/{env['GITHUB_RUN_ID']}"
@@ -85,22 +89,39 @@ class GitHubContext:
             extra={
                 k: v
                 for k, v in env.items()
-                if k in ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_WORKFLOW", "GITHUB_JOB",
-                         "RUNNER_NAME", "RUNNER_OS", "GITHUB_EVENT_NAME", "GITHUB_HEAD_REF",
-                         "GITHUB_BASE_REF")
+                if k
+                in (
+                    "GITHUB_RUN_ID",
+                    "GITHUB_RUN_ATTEMPT",
+                    "GITHUB_WORKFLOW",
+                    "GITHUB_JOB",
+                    "RUNNER_NAME",
+                    "RUNNER_OS",
+                    "GITHUB_EVENT_NAME",
+                    "GITHUB_HEAD_REF",
+                    "GITHUB_BASE_REF",
+                )
             },
         )
 
 
-_SIZE_SUFFIXES = {"": 1, "b": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2,
-                  "g": 1024**3, "gib": 1024**3}
+_SIZE_SUFFIXES = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gib": 1024**3,
+}
 
 
 def parse_byte_size(text: str, *, source: str = "size") -> int:
     """Parse `65536`, `64MiB`, `512k` into bytes; a UsageError names `source` otherwise."""
     raw = text.strip().lower().replace(" ", "")
     digits = raw.rstrip("abcdefghijklmnopqrstuvwxyz")
-    suffix = raw[len(digits):]
+    suffix = raw[len(digits) :]
     if not digits.isdigit() or suffix not in _SIZE_SUFFIXES:
         raise UsageError(f"{source}: {text!r} is not a size (try 65536, 512KiB or 64MiB)")
     value = int(digits) * _SIZE_SUFFIXES[suffix]

@@ -43,7 +43,7 @@ class InputError(PerfgateError):
 
 
 class DocumentError(InputError):
-    """A results document failed validation; `path` is the offending field (e.g. `benchmarks[3].key`)."""
+    """A results document is invalid; `path` names the field (e.g. `benchmarks[3].key`)."""
 
     code = "invalid_document"
 

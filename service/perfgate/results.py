@@ -51,16 +51,18 @@ def _format_param(value: ParamValue) -> str:
 
 def _number(value: object, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PydanticCustomError("not_a_number", f"{what} must be a number, got {{got}}",
-                                  {"got": type(value).__name__})
+        raise PydanticCustomError(
+            "not_a_number", f"{what} must be a number, got {{got}}", {"got": type(value).__name__}
+        )
     number = float(value)
     if math.isnan(number):
         raise PydanticCustomError("nan", f"NaN is not a valid {what}")
     if math.isinf(number):
         raise PydanticCustomError("inf", f"infinity is not a valid {what}")
     if number < 0:
-        raise PydanticCustomError("negative", f"negative {what} {{value}} is not valid",
-                                  {"value": number})
+        raise PydanticCustomError(
+            "negative", f"negative {what} {{value}} is not valid", {"value": number}
+        )
     return number
 
 
@@ -130,6 +132,7 @@ Commit = Annotated[str, BeforeValidator(_commit)]
 RunId = Annotated[str, BeforeValidator(_run_id)]
 Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
 Name = Annotated[str, BeforeValidator(_non_empty)]
+MetricName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")]
 
 
 class _Model(BaseModel):
@@ -139,7 +142,7 @@ class _Model(BaseModel):
 class Metric(_Model):
     """One metric of one benchmark instance: per-call `samples` (noisy) or one `value` (exact)."""
 
-    unit: str
+    unit: Annotated[str, Field(max_length=32)]
     direction: Direction
     samples: list[Sample] | None = None
     # Samples per round, in order, when the run had several rounds (separate processes).
@@ -147,7 +150,7 @@ class Metric(_Model):
     value: Value | None = None
     exact: bool = False
     # How a value was measured, e.g. "cuda_allocator" or "rss_hwm" for peak memory.
-    method: str | None = None
+    method: Annotated[str, Field(max_length=64)] | None = None
     note: str | None = None
 
     @property
@@ -184,21 +187,21 @@ class Profile(_Model):
 class Benchmark(_Model):
     """One benchmark instance (a name and one combination of params) in one run."""
 
-    name: Name
+    name: Annotated[Name, Field(max_length=255)]
     params: dict[str, Param] = Field(default_factory=dict)
-    key: Name
-    device: str | None = None
+    key: Annotated[Name, Field(max_length=1000)]
+    device: Annotated[str, Field(max_length=64)] | None = None
     error: str | None = None
     tags: list[str] = Field(default_factory=list)
-    metrics: dict[str, Metric] = Field(default_factory=dict)
+    metrics: dict[MetricName, Metric] = Field(default_factory=dict)
     profile: Profile | None = None
 
 
 class Run(_Model):
     id: RunId
-    project: Name
+    project: Annotated[Name, Field(max_length=200)]
     commit: Commit
-    branch: str | None = None
+    branch: Annotated[str, Field(max_length=255)] | None = None
     pr: Annotated[int, Field(gt=0, strict=True)] | None = None
     base_commit: Commit | None = None
     started_at: Timestamp
@@ -211,7 +214,7 @@ class Environment(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    fingerprint: Name
+    fingerprint: Annotated[Name, Field(max_length=128)]
 
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -274,12 +277,15 @@ def parse_document(data: object, *, source: str = "") -> ResultsDocument:
         raise DocumentError("a results document must be a JSON object", source=source)
     schema = data.get("schema")
     if schema is None:
-        raise DocumentError("missing field (expected \"perfgate/results@1\")",
-                            path="schema", source=source)
+        raise DocumentError(
+            'missing field (expected "perfgate/results@1")', path="schema", source=source
+        )
     if schema != SCHEMA:
         if isinstance(schema, str) and schema.startswith(SCHEMA_PREFIX):
-            message = (f"unknown schema version {schema!r}: this perfgate reads {SCHEMA}; "
-                       "upgrade perfgate to read newer documents")
+            message = (
+                f"unknown schema version {schema!r}: this perfgate reads {SCHEMA}; "
+                "upgrade perfgate to read newer documents"
+            )
         else:
             message = f"{schema!r} is not a perfgate results document (expected {SCHEMA!r})"
         raise DocumentError(message, path="schema", source=source)
@@ -300,45 +306,62 @@ def _check_consistency(document: ResultsDocument, source: str) -> None:
         if bench.key != expected:
             raise DocumentError(
                 f"key {bench.key!r} does not match name and params (expected {expected!r})",
-                path=f"{where}.key", source=source)
+                path=f"{where}.key",
+                source=source,
+            )
         if bench.key in seen:
-            raise DocumentError(f"duplicate key {bench.key!r} (also benchmarks[{seen[bench.key]}])",
-                                path=f"{where}.key", source=source)
+            raise DocumentError(
+                f"duplicate key {bench.key!r} (also benchmarks[{seen[bench.key]}])",
+                path=f"{where}.key",
+                source=source,
+            )
         seen[bench.key] = i
         if bench.error is None and not bench.metrics:
-            raise DocumentError("a benchmark without an error needs at least one metric",
-                                path=f"{where}.metrics", source=source)
+            raise DocumentError(
+                "a benchmark without an error needs at least one metric",
+                path=f"{where}.metrics",
+                source=source,
+            )
         for name, metric in bench.metrics.items():
             _check_metric(metric, f"{where}.metrics.{name}", source)
         if bench.profile is not None:
             ops: dict[str, int] = {}
             for j, op in enumerate(bench.profile.ops):
                 if op.op in ops:
-                    raise DocumentError(f"duplicate op {op.op!r} (also ops[{ops[op.op]}])",
-                                        path=f"{where}.profile.ops[{j}].op", source=source)
+                    raise DocumentError(
+                        f"duplicate op {op.op!r} (also ops[{ops[op.op]}])",
+                        path=f"{where}.profile.ops[{j}].op",
+                        source=source,
+                    )
                 ops[op.op] = j
 
 
 def _check_metric(metric: Metric, where: str, source: str) -> None:
     if (metric.samples is None) == (metric.value is None):
-        raise DocumentError("a metric needs exactly one of 'samples' and 'value'",
-                            path=where, source=source)
+        raise DocumentError(
+            "a metric needs exactly one of 'samples' and 'value'", path=where, source=source
+        )
     if metric.samples is not None:
         if not metric.samples:
             raise DocumentError("empty sample list", path=f"{where}.samples", source=source)
         if metric.exact:
-            raise DocumentError("an exact metric has a 'value', not 'samples'",
-                                path=f"{where}.exact", source=source)
+            raise DocumentError(
+                "an exact metric has a 'value', not 'samples'", path=f"{where}.exact", source=source
+            )
     if metric.rounds is not None:
         if metric.samples is None:
             raise DocumentError("'rounds' needs 'samples'", path=f"{where}.rounds", source=source)
         if not metric.rounds or any(r == 0 for r in metric.rounds):
-            raise DocumentError("every round needs at least one sample",
-                                path=f"{where}.rounds", source=source)
+            raise DocumentError(
+                "every round needs at least one sample", path=f"{where}.rounds", source=source
+            )
         if sum(metric.rounds) != len(metric.samples):
             raise DocumentError(
                 f"rounds add up to {sum(metric.rounds)} samples but there are "
-                f"{len(metric.samples)}", path=f"{where}.rounds", source=source)
+                f"{len(metric.samples)}",
+                path=f"{where}.rounds",
+                source=source,
+            )
 
 
 _PYDANTIC_MESSAGES = {
@@ -354,7 +377,13 @@ def _document_error(exc: ValidationError, source: str) -> DocumentError:
     path = format_path(first["loc"])
     message = _PYDANTIC_MESSAGES.get(first["type"], first["msg"])
     if first["type"] not in _PYDANTIC_MESSAGES or first["type"] == "literal_error":
-        message = first["msg"].replace("Input should be", "must be")
+        message = (
+            first["msg"].replace("Input should be", "must be").replace("String should", "must")
+        )
+    if "[key]" in first["loc"]:
+        message = f"bad name: {message}"
+        if first["type"] == "string_pattern_mismatch":
+            message = "bad name: use lower-case letters, digits and _ (at most 64 characters)"
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return DocumentError(message, path=path, source=source)
@@ -364,6 +393,8 @@ def format_path(loc: Sequence[int | str]) -> str:
     """('benchmarks', 3, 'metrics', 'time') -> 'benchmarks[3].metrics.time'."""
     out = ""
     for part in loc:
+        if part == "[key]":  # pydantic's marker for "the dict key itself"
+            continue
         if isinstance(part, int):
             out += f"[{part}]"
         else:
@@ -378,7 +409,7 @@ def _human(size: int) -> str:
     return f"{size} B"
 
 
-# --- writing ----------------------------------------------------------------------------------------
+# --- writing -------------------------------------------------------------------------------
 
 
 def dump_document(document: ResultsDocument, path: str | Path) -> Path:

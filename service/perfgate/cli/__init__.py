@@ -26,8 +26,10 @@ class PerfgateGroup(click.Group):
             ctx.exit(exc.exit_code)
 
 
-@click.group(cls=PerfgateGroup, context_settings={"help_option_names": ["-h", "--help"],
-                                                  "auto_envvar_prefix": "PERFGATE"})
+@click.group(
+    cls=PerfgateGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "PERFGATE"},
+)
 @click.version_option(__version__, prog_name="perfgate")
 def cli() -> None:
     """perfgate: catch performance regressions in PyTorch code before they merge.

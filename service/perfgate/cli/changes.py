@@ -9,8 +9,13 @@ from perfgate.errors import NotImplementedYetError
 
 
 @click.command("changes")
-@click.option("--status", type=click.Choice(["open", "acknowledged", "dismissed", "all"]),
-              default="open", show_default=True, help="Which change points to list.")
+@click.option(
+    "--status",
+    type=click.Choice(["open", "acknowledged", "dismissed", "all"]),
+    default="open",
+    show_default=True,
+    help="Which change points to list.",
+)
 @click.option("--branch", default="main", show_default=True, help="Branch to look at.")
 @click.option("--project", help="Project [default: the only one in the store].")
 @format_option("table", "json", default="table")

@@ -14,12 +14,25 @@ from perfgate.errors import NotImplementedYetError
 @click.argument("base")
 @click.argument("head")
 @format_option("table", "markdown", "json", default="table")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the output to a file instead of stdout.")
-@click.option("--threshold", type=click.FloatRange(min=0), default=0.03, show_default=True,
-              help="Smallest relative change that counts (0.03 = 3%).")
-@click.option("--alpha", type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
-              default=0.05, show_default=True, help="False discovery rate for significance.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the output to a file instead of stdout.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0),
+    default=0.03,
+    show_default=True,
+    help="Smallest relative change that counts (0.03 = 3%).",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="False discovery rate for significance.",
+)
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a regression is found.")
 @click.option("--project", help="Project whose store history to use.")
 @db_option

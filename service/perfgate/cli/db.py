@@ -33,16 +33,21 @@ def upgrade(db_url: str, revision: str) -> None:
 
 @command.command("downgrade")
 @db_option
-@click.option("--revision", default="-1", show_default=True,
-              help="Target revision: an id, -N steps, or 'base' to remove every table.")
+@click.option(
+    "--revision",
+    default="-1",
+    show_default=True,
+    help="Target revision: an id, -N steps, or 'base' to remove every table.",
+)
 def downgrade(db_url: str, revision: str) -> None:
     """Migrate the database down to REVISION (default: one step)."""
     with open_store(db_url, ensure=False) as store:
         before = migrate.schema_state(store.engine)
         migrate.downgrade(store.engine, revision)
         after = migrate.schema_state(store.engine)
-    click.echo(f"{mask_url(store.engine.url)}: downgraded {before.current} -> "
-               f"{after.current or '(empty)'}")
+    click.echo(
+        f"{mask_url(store.engine.url)}: downgraded {before.current} -> {after.current or '(empty)'}"
+    )
 
 
 @command.command("current")

@@ -18,9 +18,13 @@ from perfgate.synthetic import synthetic_document
 
 @click.command("demo")
 @db_option
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path),
-              default=Path(".perfgate/demo"), show_default=True,
-              help="Where the demo's results documents are written.")
+@click.option(
+    "--out-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".perfgate/demo"),
+    show_default=True,
+    help="Where the demo's results documents are written.",
+)
 def command(db_url: str, out_dir: Path) -> None:
     """Store a results document in the embedded store and show what was stored.
 

@@ -15,8 +15,13 @@ def command() -> None:
 
 @command.command("create")
 @click.option("--project", required=True, help="Project the token is for (owner/name).")
-@click.option("--scope", type=click.Choice(["upload", "read"]), default="upload",
-              show_default=True, help="What the token may do.")
+@click.option(
+    "--scope",
+    type=click.Choice(["upload", "read"]),
+    default="upload",
+    show_default=True,
+    help="What the token may do.",
+)
 @db_option
 def create(**_options: object) -> None:
     """Create a token and print it once."""

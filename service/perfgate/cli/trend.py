@@ -16,8 +16,11 @@ from perfgate.errors import NotImplementedYetError
 @click.option("--branch", default="main", show_default=True, help="Branch whose history to show.")
 @click.option("--since", metavar="DATE", help="Only runs since this date (ISO-8601) or age (30d).")
 @format_option("table", "json", "csv", default="table")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also draw the series to FILE (.png, .svg or .html).")
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also draw the series to FILE (.png, .svg or .html).",
+)
 @click.option("--project", help="Project [default: the only one in the store].")
 @db_option
 def command(**_options: object) -> None:

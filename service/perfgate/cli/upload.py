@@ -15,13 +15,13 @@ from perfgate.store.uploads import UploadOutcome, store_document
 
 
 @click.command("upload")
-@click.argument("files", nargs=-1, required=True,
-                type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @db_option
 @server_options
 @max_size_option
-def command(files: tuple[Path, ...], db_url: str, server: str | None, token: str | None,
-            max_size: str) -> None:
+def command(
+    files: tuple[Path, ...], db_url: str, server: str | None, token: str | None, max_size: str
+) -> None:
     """Store results documents (perfgate/results@1 JSON files).
 
     Every file is validated before anything is stored, and each document is stored whole or not
@@ -41,5 +41,7 @@ def describe(outcome: UploadOutcome) -> str:
     what = f"run {outcome.run_id} ({outcome.project} @ {outcome.commit[:12]})"
     if not outcome.created:
         return f"{what} was already stored with the same content; nothing to do"
-    return (f"stored {what}: {outcome.benchmarks} benchmarks, {outcome.measurements} metrics, "
-            f"{outcome.samples} samples, {outcome.ops} profile rows")
+    return (
+        f"stored {what}: {outcome.benchmarks} benchmarks, {outcome.measurements} metrics, "
+        f"{outcome.samples} samples, {outcome.ops} profile rows"
+    )

@@ -1,1 +1,1 @@
-"""Pure statistics: summaries, the two-sample comparator, noise models, change points, attribution."""
+"""Pure statistics: summaries, two-sample comparison, noise models, change points, attribution."""

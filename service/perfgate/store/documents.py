@@ -32,8 +32,13 @@ def apply_overrides(shared: dict[str, Any], overrides: dict[str, Any]) -> dict[s
     return merged
 
 
-def run_row(document: ResultsDocument, *, project_id: int, environment: models.Environment,
-            content_hash: str) -> models.Run:
+def run_row(
+    document: ResultsDocument,
+    *,
+    project_id: int,
+    environment: models.Environment,
+    content_hash: str,
+) -> models.Run:
     run = document.run
     own_env = document.environment.as_dict()
     return models.Run(
@@ -52,8 +57,9 @@ def run_row(document: ResultsDocument, *, project_id: int, environment: models.E
     )
 
 
-def child_rows(document: ResultsDocument, *, benchmark_ids: dict[str, int]
-               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def child_rows(
+    document: ResultsDocument, *, benchmark_ids: dict[str, int]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Rows for instances, measurements and ops of every benchmark in the document."""
     run = document.run
     instances: list[dict[str, Any]] = []
@@ -61,12 +67,18 @@ def child_rows(document: ResultsDocument, *, benchmark_ids: dict[str, int]
     ops: list[dict[str, Any]] = []
     for position, bench in enumerate(document.benchmarks):
         bench_id = benchmark_ids[bench.key]
-        instances.append({
-            "run_id": run.id, "benchmark_id": bench_id, "position": position,
-            "device": bench.device, "error": bench.error, "tags": bench.tags,
-            "has_profile": bench.profile is not None,
-            "trace": bench.profile.trace if bench.profile else None,
-        })
+        instances.append(
+            {
+                "run_id": run.id,
+                "benchmark_id": bench_id,
+                "position": position,
+                "device": bench.device,
+                "error": bench.error,
+                "tags": bench.tags,
+                "has_profile": bench.profile is not None,
+                "trace": bench.profile.trace if bench.profile else None,
+            }
+        )
         for metric_name, metric in bench.metrics.items():
             if metric.samples is not None:
                 summary = summarize(metric.samples)
@@ -75,20 +87,41 @@ def child_rows(document: ResultsDocument, *, benchmark_ids: dict[str, int]
                 assert metric.value is not None
                 summary = summarize_value(metric.value)
                 blob = None
-            measurements.append({
-                "run_id": run.id, "benchmark_id": bench_id, "metric": metric_name,
-                "unit": metric.unit, "direction": metric.direction, "exact": metric.exact,
-                "n": summary.n, "median": summary.median, "iqr": summary.iqr,
-                "min": summary.min, "max": summary.max, "samples": blob,
-                "rounds": metric.rounds, "value": metric.value, "method": metric.method,
-                "note": metric.note, "branch": run.branch, "started_at": run.started_at,
-            })
+            measurements.append(
+                {
+                    "run_id": run.id,
+                    "benchmark_id": bench_id,
+                    "metric": metric_name,
+                    "unit": metric.unit,
+                    "direction": metric.direction,
+                    "exact": metric.exact,
+                    "n": summary.n,
+                    "median": summary.median,
+                    "iqr": summary.iqr,
+                    "min": summary.min,
+                    "max": summary.max,
+                    "samples": blob,
+                    "rounds": metric.rounds,
+                    "value": metric.value,
+                    "method": metric.method,
+                    "note": metric.note,
+                    "branch": run.branch,
+                    "started_at": run.started_at,
+                }
+            )
         if bench.profile is not None:
-            ops.extend({
-                "run_id": run.id, "benchmark_id": bench_id, "op": op.op, "count": op.count,
-                "self_cpu_us": op.self_cpu_us, "self_device_us": op.self_device_us,
-                "flops": op.flops,
-            } for op in bench.profile.ops)
+            ops.extend(
+                {
+                    "run_id": run.id,
+                    "benchmark_id": bench_id,
+                    "op": op.op,
+                    "count": op.count,
+                    "self_cpu_us": op.self_cpu_us,
+                    "self_device_us": op.self_device_us,
+                    "flops": op.flops,
+                }
+                for op in bench.profile.ops
+            )
     return instances, measurements, ops
 
 
@@ -109,11 +142,17 @@ def rebuild_document(session: Session, *, run_id: str) -> ResultsDocument | None
     ).all()
     metrics: dict[int, dict[str, Any]] = {}
     for m in session.scalars(
-        select(models.Measurement).where(models.Measurement.run_id == run_id)
+        select(models.Measurement)
+        .where(models.Measurement.run_id == run_id)
         .order_by(models.Measurement.id)
     ):
-        entry: dict[str, Any] = {"unit": m.unit, "direction": m.direction, "exact": m.exact,
-                                 "method": m.method, "note": m.note}
+        entry: dict[str, Any] = {
+            "unit": m.unit,
+            "direction": m.direction,
+            "exact": m.exact,
+            "method": m.method,
+            "note": m.note,
+        }
         if m.samples is not None:
             entry["samples"] = unpack_samples(m.samples)
             entry["rounds"] = m.rounds
@@ -124,25 +163,43 @@ def rebuild_document(session: Session, *, run_id: str) -> ResultsDocument | None
     for op in session.scalars(
         select(models.Op).where(models.Op.run_id == run_id).order_by(models.Op.id)
     ):
-        ops.setdefault(op.benchmark_id, []).append({
-            "op": op.op, "count": op.count, "self_cpu_us": op.self_cpu_us,
-            "self_device_us": op.self_device_us, "flops": op.flops,
-        })
+        ops.setdefault(op.benchmark_id, []).append(
+            {
+                "op": op.op,
+                "count": op.count,
+                "self_cpu_us": op.self_cpu_us,
+                "self_device_us": op.self_device_us,
+                "flops": op.flops,
+            }
+        )
 
     benchmarks = []
     for instance, bench in instances:
-        benchmarks.append({
-            "name": bench.name, "params": bench.params, "key": bench.key,
-            "device": instance.device, "error": instance.error, "tags": instance.tags,
-            "metrics": metrics.get(bench.id, {}),
-            "profile": ({"ops": ops.get(bench.id, []), "trace": instance.trace}
-                        if instance.has_profile else None),
-        })
+        benchmarks.append(
+            {
+                "name": bench.name,
+                "params": bench.params,
+                "key": bench.key,
+                "device": instance.device,
+                "error": instance.error,
+                "tags": instance.tags,
+                "metrics": metrics.get(bench.id, {}),
+                "profile": (
+                    {"ops": ops.get(bench.id, []), "trace": instance.trace}
+                    if instance.has_profile
+                    else None
+                ),
+            }
+        )
     data = {
         "schema": "perfgate/results@1",
         "run": {
-            "id": run.id, "project": project.name, "commit": run.commit, "branch": run.branch,
-            "pr": run.pr, "base_commit": run.base_commit,
+            "id": run.id,
+            "project": project.name,
+            "commit": run.commit,
+            "branch": run.branch,
+            "pr": run.pr,
+            "base_commit": run.base_commit,
             "started_at": run.started_at.isoformat(),
             "finished_at": run.finished_at.isoformat() if run.finished_at else None,
             "ci": run.ci,

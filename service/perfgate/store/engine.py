@@ -1,4 +1,4 @@
-"""Engine and session factories; the connection check that turns an unreachable database into exit 3."""
+"""Engine and session factories; the connection check that makes an unreachable database exit 3."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def make_session_factory(engine: Engine) -> sessionmaker[Session]:
 
 
 def check_connection(engine: Engine, *, attempts: int = 3, backoff_s: float = 0.5) -> None:
-    """Connect once, retrying with backoff; DatabaseError (exit 3) names the URL if it never works."""
+    """Connect, retrying with backoff; DatabaseError (exit 3) names the URL if it never works."""
     last: Exception | None = None
     for attempt in range(max(1, attempts)):
         try:

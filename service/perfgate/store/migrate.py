@@ -99,7 +99,9 @@ def ensure_schema(engine: Engine) -> None:
             )
         upgrade(engine)
         return
-    known = {rev.revision for rev in ScriptDirectory.from_config(alembic_config(engine)).walk_revisions()}
+    known = {
+        rev.revision for rev in ScriptDirectory.from_config(alembic_config(engine)).walk_revisions()
+    }
     if state.current not in known:
         raise InputError(
             f"database {url} is at schema revision {state.current}, which this perfgate does not "

@@ -150,9 +150,7 @@ class Instance(Base):
 
     __tablename__ = "instances"
 
-    run_id: Mapped[str] = mapped_column(
-        ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
-    )
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmarks.id"), primary_key=True)
     # Order within the document, so the document can be rebuilt as it was sent.
     position: Mapped[int] = mapped_column(Integer)
@@ -164,7 +162,7 @@ class Instance(Base):
 
 
 class Measurement(Base):
-    """One metric of one benchmark in one run: its summary and (for sampled metrics) every sample."""
+    """One metric of one benchmark in one run: its summary and, when sampled, every sample."""
 
     __tablename__ = "measurements"
     __table_args__ = (

@@ -1,10 +1,10 @@
-"""Repository functions: keyword-only, take the session, never commit (use cases own transactions)."""
+"""Repository functions: keyword-only, take the session, never commit (use cases do)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from sqlalchemy import Table, func, select
@@ -15,9 +15,15 @@ from perfgate.store import models
 from perfgate.store.models import utcnow
 
 
-def _insert_ignoring_conflicts(session: Session, table: Table, rows: Sequence[dict[str, Any]],
-                               conflict_columns: Sequence[str]) -> None:
-    """INSERT ... ON CONFLICT DO NOTHING, so concurrent uploads can share projects and benchmarks."""
+def table_of(model: type[models.Base]) -> Table:
+    """The Core table behind a table class (typed, for bulk statements)."""
+    return cast(Table, model.__table__)
+
+
+def _insert_ignoring_conflicts(
+    session: Session, table: Table, rows: Sequence[dict[str, Any]], conflict_columns: Sequence[str]
+) -> None:
+    """INSERT ... ON CONFLICT DO NOTHING: concurrent uploads may share projects and benchmarks."""
     if not rows:
         return
     dialect = session.get_bind().dialect.name
@@ -33,9 +39,13 @@ def _insert_ignoring_conflicts(session: Session, table: Table, rows: Sequence[di
 
 def ensure_project(session: Session, *, name: str) -> int:
     """The id of project `name`, created if new."""
-    table = models.Project.__table__
-    _insert_ignoring_conflicts(session, table, [{"name": name, "created_at": utcnow()}],  # type: ignore[arg-type]
-                               ["name"])
+    table = table_of(models.Project)
+    _insert_ignoring_conflicts(
+        session,
+        table,
+        [{"name": name, "created_at": utcnow()}],
+        ["name"],
+    )
     project_id = session.scalar(select(models.Project.id).where(models.Project.name == name))
     assert project_id is not None
     return project_id
@@ -45,12 +55,16 @@ def find_project(session: Session, *, name: str) -> models.Project | None:
     return session.scalar(select(models.Project).where(models.Project.name == name))
 
 
-def ensure_environment(session: Session, *, fingerprint: str, data: dict[str, Any]) -> models.Environment:
+def ensure_environment(
+    session: Session, *, fingerprint: str, data: dict[str, Any]
+) -> models.Environment:
     """The environment row for `fingerprint`; the first document's description is kept."""
-    table = models.Environment.__table__
+    table = table_of(models.Environment)
     _insert_ignoring_conflicts(
-        session, table,  # type: ignore[arg-type]
-        [{"fingerprint": fingerprint, "data": data, "created_at": utcnow()}], ["fingerprint"],
+        session,
+        table,
+        [{"fingerprint": fingerprint, "data": data, "created_at": utcnow()}],
+        ["fingerprint"],
     )
     env = session.scalar(
         select(models.Environment).where(models.Environment.fingerprint == fingerprint)
@@ -66,8 +80,9 @@ class BenchmarkSpec:
     params: dict[str, Any]
 
 
-def ensure_benchmarks(session: Session, *, project_id: int,
-                      specs: Sequence[BenchmarkSpec]) -> dict[str, int]:
+def ensure_benchmarks(
+    session: Session, *, project_id: int, specs: Sequence[BenchmarkSpec]
+) -> dict[str, int]:
     """Map each spec's key to its benchmark id, creating the missing ones in one statement."""
     keys = [spec.key for spec in specs]
     existing = _benchmark_ids(session, project_id=project_id, keys=keys)
@@ -75,13 +90,23 @@ def ensure_benchmarks(session: Session, *, project_id: int,
     if missing:
         now = utcnow()
         _insert_ignoring_conflicts(
-            session, models.Benchmark.__table__,  # type: ignore[arg-type]
-            [{"project_id": project_id, "key": s.key, "name": s.name, "params": s.params,
-              "created_at": now} for s in missing],
+            session,
+            table_of(models.Benchmark),
+            [
+                {
+                    "project_id": project_id,
+                    "key": s.key,
+                    "name": s.name,
+                    "params": s.params,
+                    "created_at": now,
+                }
+                for s in missing
+            ],
             ["project_id", "key"],
         )
-        existing.update(_benchmark_ids(session, project_id=project_id,
-                                       keys=[s.key for s in missing]))
+        existing.update(
+            _benchmark_ids(session, project_id=project_id, keys=[s.key for s in missing])
+        )
     return existing
 
 
@@ -95,7 +120,8 @@ def _benchmark_ids(session: Session, *, project_id: int, keys: Sequence[str]) ->
                 models.Benchmark.project_id == project_id, models.Benchmark.key.in_(chunk)
             )
         )
-        out.update({key: bench_id for key, bench_id in rows})
+        for key, bench_id in rows:
+            out[key] = bench_id
     return out
 
 
@@ -106,7 +132,7 @@ def get_run(session: Session, *, run_id: str) -> models.Run | None:
 def add_run(session: Session, *, run: models.Run) -> None:
     session.add(run)
     # Flushed now so a duplicate id fails here, before thousands of child rows are sent.
-    session.flush([run])
+    session.flush()
 
 
 def add_rows(session: Session, *, table: Table, rows: Iterable[dict[str, Any]]) -> int:

@@ -49,12 +49,14 @@ def store_document(sessions: sessionmaker[Session], document: ResultsDocument) -
         return _already_stored(document, existing, content_hash)
     except DBAPIError as exc:
         url = mask_url(sessions.kw["bind"].url)
-        raise DatabaseError(f"storing run {document.run.id} in {url} failed: "
-                            f"{describe_db_error(exc)}") from None
+        raise DatabaseError(
+            f"storing run {document.run.id} in {url} failed: {describe_db_error(exc)}"
+        ) from None
 
 
-def _already_stored(document: ResultsDocument, existing: models.Run,
-                    content_hash: str) -> UploadOutcome:
+def _already_stored(
+    document: ResultsDocument, existing: models.Run, content_hash: str
+) -> UploadOutcome:
     if existing.content_hash != content_hash:
         raise ConflictError(
             f"run {document.run.id} is already stored with different content; "
@@ -66,20 +68,28 @@ def _already_stored(document: ResultsDocument, existing: models.Run,
 def _insert(session: Session, document: ResultsDocument, content_hash: str) -> UploadOutcome:
     project_id = repository.ensure_project(session, name=document.run.project)
     environment = repository.ensure_environment(
-        session, fingerprint=document.environment.fingerprint,
+        session,
+        fingerprint=document.environment.fingerprint,
         data=document.environment.as_dict(),
     )
-    repository.add_run(session, run=run_row(document, project_id=project_id,
-                                            environment=environment, content_hash=content_hash))
+    repository.add_run(
+        session,
+        run=run_row(
+            document, project_id=project_id, environment=environment, content_hash=content_hash
+        ),
+    )
     benchmark_ids = repository.ensure_benchmarks(
-        session, project_id=project_id,
-        specs=[repository.BenchmarkSpec(key=b.key, name=b.name, params=b.params)
-               for b in document.benchmarks],
+        session,
+        project_id=project_id,
+        specs=[
+            repository.BenchmarkSpec(key=b.key, name=b.name, params=b.params)
+            for b in document.benchmarks
+        ],
     )
     instances, measurements, ops = child_rows(document, benchmark_ids=benchmark_ids)
-    repository.add_rows(session, table=models.Instance.__table__, rows=instances)  # type: ignore[arg-type]
-    repository.add_rows(session, table=models.Measurement.__table__, rows=measurements)  # type: ignore[arg-type]
-    repository.add_rows(session, table=models.Op.__table__, rows=ops)  # type: ignore[arg-type]
+    repository.add_rows(session, table=repository.table_of(models.Instance), rows=instances)
+    repository.add_rows(session, table=repository.table_of(models.Measurement), rows=measurements)
+    repository.add_rows(session, table=repository.table_of(models.Op), rows=ops)
     return _outcome(document, created=True)
 
 
@@ -87,7 +97,13 @@ def _outcome(document: ResultsDocument, *, created: bool) -> UploadOutcome:
     measurements = sum(len(b.metrics) for b in document.benchmarks)
     samples = sum(len(m.samples or ()) for b in document.benchmarks for m in b.metrics.values())
     ops = sum(len(b.profile.ops) for b in document.benchmarks if b.profile)
-    return UploadOutcome(run_id=document.run.id, project=document.run.project,
-                         commit=document.run.commit, created=created,
-                         benchmarks=len(document.benchmarks), measurements=measurements,
-                         samples=samples, ops=ops)
+    return UploadOutcome(
+        run_id=document.run.id,
+        project=document.run.project,
+        commit=document.run.commit,
+        created=created,
+        benchmarks=len(document.benchmarks),
+        measurements=measurements,
+        samples=samples,
+        ops=ops,
+    )

@@ -1,0 +1,5 @@
+"""`python -m perfgate`: the same as the `perfgate` command."""
+
+from perfgate.cli import main
+
+main()

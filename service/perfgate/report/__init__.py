@@ -1,0 +1,1 @@
+"""Pure rendering of results: terminal tables, progress, markdown, json, plots."""

@@ -1,0 +1,87 @@
+"""Dependency rules of DESIGN §1, checked on the source: the pure core stays pure."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "service" / "perfgate"
+FRAMEWORKS = {
+    "sqlalchemy",
+    "alembic",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "github3",
+    "torch",
+    "psycopg",
+}
+PURE = ["results.py", "stats", "report", "errors.py", "config.py", "synthetic.py"]
+
+
+def _modules(relative: str) -> list[Path]:
+    path = PACKAGE / relative
+    return sorted(path.rglob("*.py")) if path.is_dir() else [path]
+
+
+def _imported_roots(path: Path) -> set[str]:
+    roots = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            roots.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def _perfgate_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("perfgate"):
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("perfgate"))
+    return found
+
+
+@pytest.mark.parametrize("relative", PURE)
+def test_pure_core_imports_no_framework(relative: str) -> None:
+    for path in _modules(relative):
+        bad = _imported_roots(path) & FRAMEWORKS
+        assert not bad, f"{path.relative_to(PACKAGE)} imports {sorted(bad)}"
+        inner = {
+            m
+            for m in _perfgate_imports(path)
+            if m.split(".")[1:2] and m.split(".")[1] in {"store", "api", "github", "cli", "harness"}
+        }
+        assert not inner, f"{path.relative_to(PACKAGE)} imports {sorted(inner)}"
+
+
+def test_only_harness_imports_torch() -> None:
+    for path in PACKAGE.rglob("*.py"):
+        if "harness" in path.relative_to(PACKAGE).parts:
+            continue
+        assert "torch" not in _imported_roots(path), f"{path.relative_to(PACKAGE)} imports torch"
+
+
+def test_only_config_reads_the_environment() -> None:
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "config.py":
+            continue
+        text = path.read_text()
+        for needle in ("os.environ", "os.getenv", "getenv("):
+            assert needle not in text, f"{path.relative_to(PACKAGE)} reads the environment"
+
+
+def test_import_has_no_heavy_side_effects() -> None:
+    code = (
+        "import sys, perfgate, perfgate.cli, perfgate.results, perfgate.store.models;"
+        "bad = [m for m in ('torch', 'fastapi', 'github3') if m in sys.modules];"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == ""

@@ -1,0 +1,158 @@
+"""Storing results documents, on SQLite and on the real PostgreSQL server."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from perfgate.errors import ConflictError
+from perfgate.results import parse_document
+from perfgate.store import models, repository
+from perfgate.store.connect import Store
+from perfgate.store.documents import rebuild_document
+from perfgate.store.uploads import store_document
+from perfgate.synthetic import synthetic_document
+
+
+def _counts(store: Store) -> dict[str, int]:
+    with store.sessions() as session:
+        return repository.count_rows(session)
+
+
+def test_store_and_rebuild_exactly(store: Store) -> None:
+    data = synthetic_document(benchmarks=20, samples=40, seed=3)
+    data["benchmarks"][0]["metrics"]["time"]["rounds"] = [10, 30]
+    data["benchmarks"][1].update(metrics={}, error="RuntimeError: setup failed", profile=None)
+    data["benchmarks"][2]["tags"] = ["model", "slow"]
+    doc = parse_document(data)
+    outcome = store_document(store.sessions, doc)
+    assert outcome.created
+    assert (outcome.benchmarks, outcome.samples) == (20, 19 * 40)
+
+    with store.sessions() as session:
+        rebuilt = rebuild_document(session, run_id=doc.run.id)
+    assert rebuilt is not None
+    assert rebuilt.to_json_dict() == doc.to_json_dict()
+    assert rebuilt.content_hash() == doc.content_hash()
+
+
+def test_summary_columns(store: Store) -> None:
+    data = synthetic_document(benchmarks=1, samples=4, seed=1)
+    data["benchmarks"][0]["metrics"]["time"]["samples"] = [1.0, 2.0, 3.0, 10.0]
+    store_document(store.sessions, parse_document(data))
+    with store.sessions() as session:
+        row = session.scalars(
+            select(models.Measurement).where(models.Measurement.metric == "time")
+        ).one()
+        flops = session.scalars(
+            select(models.Measurement).where(models.Measurement.metric == "flops")
+        ).one()
+    assert (row.n, row.median, row.min, row.max) == (4, 2.5, 1.0, 10.0)
+    assert row.iqr == pytest.approx(4.75 - 1.75)
+    assert row.branch == "main" and row.started_at.tzinfo is not None
+    assert (flops.exact, flops.value, flops.samples) == (True, 2 * 64**3, None)
+
+
+def test_same_document_twice_is_stored_once(store: Store) -> None:
+    doc = parse_document(synthetic_document(benchmarks=200, samples=40, seed=5))
+    assert store_document(store.sessions, doc).created
+    before = _counts(store)
+    again = store_document(store.sessions, doc)
+    assert not again.created
+    assert _counts(store) == before
+    assert before["runs"] == 1 and before["measurements"] == 600
+
+
+def test_same_id_different_content_conflicts(store: Store) -> None:
+    data = synthetic_document(benchmarks=5, samples=10, seed=5)
+    store_document(store.sessions, parse_document(data))
+    before = _counts(store)
+    changed = copy.deepcopy(data)
+    changed["benchmarks"][0]["metrics"]["time"]["samples"][0] += 1e-6
+    with pytest.raises(ConflictError, match="already stored with different content"):
+        store_document(store.sessions, parse_document(changed))
+    assert _counts(store) == before
+
+
+def test_environment_and_benchmarks_are_shared(store: Store) -> None:
+    first = synthetic_document(benchmarks=10, samples=5, seed=1)
+    second = synthetic_document(benchmarks=12, samples=5, seed=2)  # other host, same fingerprint
+    assert first["environment"]["hostname"] != second["environment"]["hostname"]
+    for data in (first, second):
+        store_document(store.sessions, parse_document(data))
+    counts = _counts(store)
+    assert counts["environments"] == 1
+    assert counts["benchmarks"] == 12
+    assert counts["runs"] == 2
+    with store.sessions() as session:
+        rebuilt = rebuild_document(session, run_id=second["run"]["id"])
+    assert rebuilt is not None
+    assert rebuilt.environment.as_dict()["hostname"] == second["environment"]["hostname"]
+
+    other_project = synthetic_document(benchmarks=10, samples=5, seed=3, project="acme/other")
+    store_document(store.sessions, parse_document(other_project))
+    assert _counts(store)["benchmarks"] == 22
+
+
+def test_environment_fields_missing_from_a_later_run_stay_missing(store: Store) -> None:
+    first = synthetic_document(benchmarks=1, samples=3, seed=1)
+    second = synthetic_document(benchmarks=1, samples=3, seed=2)
+    del second["environment"]["torch"]
+    for data in (first, second):
+        store_document(store.sessions, parse_document(data))
+    with store.sessions() as session:
+        rebuilt = rebuild_document(session, run_id=second["run"]["id"])
+    assert rebuilt is not None and "torch" not in rebuilt.environment.as_dict()
+
+
+def test_failure_midway_stores_nothing(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store_document(store.sessions, parse_document(synthetic_document(benchmarks=3, seed=1)))
+    before = _counts(store)
+    real_add_rows = repository.add_rows
+
+    def failing_add_rows(session: Any, *, table: Any, rows: Any) -> int:
+        if table.name == "ops":  # measurements are already sent by now
+            raise RuntimeError("simulated crash")
+        return real_add_rows(session, table=table, rows=rows)
+
+    monkeypatch.setattr(repository, "add_rows", failing_add_rows)
+    data = synthetic_document(benchmarks=30, seed=9, project="acme/new")
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        store_document(store.sessions, parse_document(data))
+    assert _counts(store) == before
+
+
+def test_concurrent_duplicate_insert_is_recognised(store: Store) -> None:
+    """A run that appears between the existence check and the insert is judged, not crashed on."""
+    data = synthetic_document(benchmarks=2, samples=3, seed=4)
+    doc = parse_document(data)
+    store_document(store.sessions, doc)
+    from perfgate.store import uploads
+
+    original = uploads.repository.get_run
+    calls = {"n": 0}
+
+    def stale_get_run(session: Any, *, run_id: str) -> Any:
+        calls["n"] += 1
+        return None if calls["n"] == 1 else original(session, run_id=run_id)
+
+    uploads.repository.get_run = stale_get_run  # type: ignore[assignment]
+    try:
+        outcome = store_document(store.sessions, doc)
+    finally:
+        uploads.repository.get_run = original  # type: ignore[assignment]
+    assert not outcome.created and calls["n"] == 2
+
+
+def test_runs_of_project(store: Store) -> None:
+    for seed in range(3):
+        store_document(store.sessions, parse_document(synthetic_document(benchmarks=1, seed=seed)))
+    with store.sessions() as session:
+        runs = repository.runs_of_project(session, project="acme/models", limit=2)
+    assert [r.started_at for r in runs] == sorted((r.started_at for r in runs), reverse=True)
+    assert len(runs) == 2
+    assert all(uuid.UUID(r.id) for r in runs)
