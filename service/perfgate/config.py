@@ -105,6 +105,12 @@ class GitHubContext:
         )
 
 
+def running_in_ci(environ: Mapping[str, str] | None = None) -> bool:
+    """True under a CI service (they all set CI), where progress bars turn into plain lines."""
+    env = os.environ if environ is None else environ
+    return env.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
 _SIZE_SUFFIXES = {
     "": 1,
     "b": 1,

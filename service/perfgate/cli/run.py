@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from perfgate.cli.options import db_option, git_options, server_options
+from perfgate.cli.upload import describe
+from perfgate.config import running_in_ci
 from perfgate.errors import NotImplementedYetError
+from perfgate.results import ResultsDocument, dump_document
 
 
 @click.command("run")
@@ -54,9 +58,66 @@ from perfgate.errors import NotImplementedYetError
 @server_options
 @click.option("--no-store", is_flag=True, help="Write the results file only.")
 @git_options
-def command(**_options: object) -> None:
+def command(
+    *,
+    paths: tuple[Path, ...],
+    filter_expr: str | None,
+    device: str,
+    rounds: int,
+    max_time: float | None,
+    no_profile: bool,
+    trace_dir: Path | None,
+    out: Path | None,
+    db_url: str,
+    server: str | None,
+    token: str | None,
+    no_store: bool,
+    commit: str | None,
+    branch: str | None,
+    project: str | None,
+    pr: int | None,
+) -> None:
     """Discover and run benchmarks (default: benchmarks/), then store the results.
 
-    Files named bench_*.py or *_bench.py are collected from PATHS.
+    Files named bench_*.py or *_bench.py are collected from PATHS. The results document is
+    written to --out and stored in --db (the embedded SQLite store by default) unless --no-store.
     """
-    raise NotImplementedYetError("perfgate run is not implemented yet")
+    if server and not no_store:
+        raise NotImplementedYetError("run --server is not implemented yet; use --db or --no-store")
+    # Imported here: torch is needed by `run` only, and every other command works without it.
+    from perfgate.harness.runner import run_benchmarks
+    from perfgate.report.progress import make_reporter
+    from perfgate.report.run_table import render_run_table
+
+    interactive = sys.stderr.isatty() and not running_in_ci()
+    document = run_benchmarks(
+        paths=paths or (Path("benchmarks"),),
+        filter=filter_expr,
+        device=device,
+        rounds=rounds,
+        max_time=max_time,
+        profile=not no_profile,
+        trace_dir=trace_dir,
+        commit=commit,
+        branch=branch,
+        project=project,
+        pr=pr,
+        reporter=make_reporter(interactive=interactive, stream=sys.stderr),
+    )
+    render_run_table(document)
+    written = dump_document(document, out or default_results_path(document))
+    click.echo(f"wrote {written}")
+    if not no_store:
+        store_run(document, db_url=db_url)
+
+
+def default_results_path(document: ResultsDocument) -> Path:
+    return Path(".perfgate") / "results" / f"{document.run.commit}.json"
+
+
+def store_run(document: ResultsDocument, *, db_url: str) -> None:
+    from perfgate.store.connect import open_store
+    from perfgate.store.uploads import store_document
+
+    with open_store(db_url) as store:
+        click.echo(describe(store_document(store.sessions, document)))
