@@ -1,0 +1,223 @@
+"""Two-sample statistics for one benchmark metric: oriented ratio, bootstrap CI, rank test, verdict.
+
+Ratios are oriented so that > 1 is worse whatever the metric's direction: head/base for
+lower-is-better metrics (time), base/head for higher-is-better ones (throughput).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from perfgate.stats.model import SideSummary, Verdict
+
+Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    alpha: float = 0.05
+    threshold: float = 0.03
+    resamples: int = 1000
+    seed: int = 0
+    # With history, a benchmark's threshold is at least this many run-to-run spreads.
+    history_k: float = 2.0
+    # A side whose median is known to no better than ± this (log) cannot support a verdict.
+    noisy_halfwidth: float = 0.15
+
+
+def orient(log_ratio_head_over_base: float, direction: str) -> float:
+    """Turn log(head/base) into a log ratio where > 0 is worse."""
+    return log_ratio_head_over_base if direction == "lower" else -log_ratio_head_over_base
+
+
+def summarize_side(rounds: Sequence[np.ndarray]) -> SideSummary:
+    pooled = np.concatenate(rounds)
+    q1, median, q3 = np.quantile(pooled, [0.25, 0.5, 0.75])
+    return SideSummary(
+        n=int(pooled.size), median=float(median), iqr=float(q3 - q1), rounds=len(rounds)
+    )
+
+
+def bootstrap_medians(samples: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Medians of `resamples` bootstrap resamples of `samples` (vectorised)."""
+    index = rng.integers(0, samples.size, size=(resamples, samples.size))
+    medians: np.ndarray = np.median(samples[index], axis=1)
+    return medians
+
+
+def median_halfwidth(samples: np.ndarray) -> float:
+    """Half-width of the distribution-free 95% CI of log(median), from order statistics.
+
+    How well a side pins its own median down: bimodal or very spread samples give a wide one.
+    """
+    n = samples.size
+    if n < 6:
+        return math.inf
+    ordered = np.sort(samples)
+    # Ranks (1-based) of the order statistics bracketing the median with >= 95% coverage.
+    low = int(scipy_stats.binom.ppf(0.025, n, 0.5))
+    high = n - low + 1
+    low, high = max(low, 1), min(high, n)
+    lo_value, hi_value = max(float(ordered[low - 1]), 1e-300), max(float(ordered[high - 1]), 1e-300)
+    return (math.log(hi_value) - math.log(lo_value)) / 2.0
+
+
+def min_two_sided_p(n1: int, n2: int) -> float:
+    """The smallest p-value a two-sided Mann-Whitney test can give for these sample sizes."""
+    log_combinations = math.lgamma(n1 + n2 + 1) - math.lgamma(n1 + 1) - math.lgamma(n2 + 1)
+    return min(1.0, 2.0 * math.exp(-log_combinations))
+
+
+def mann_whitney_p(base: np.ndarray, head: np.ndarray) -> float:
+    """Two-sided Mann-Whitney U p-value (normal approximation with tie and continuity corrections).
+
+    Written out because scipy's wrapper costs more than the test itself when a comparison runs
+    thousands of them; small samples go to scipy's exact test. Checked against scipy in tests.
+    """
+    n1, n2 = head.size, base.size
+    pooled = np.concatenate([head, base])
+    if np.ptp(pooled) == 0:
+        return 1.0  # identical constant samples: no evidence of any difference
+    if min(n1, n2) < 8:
+        return float(scipy_stats.mannwhitneyu(head, base, alternative="two-sided").pvalue)
+    ranks = scipy_stats.rankdata(pooled)
+    u = float(ranks[:n1].sum()) - n1 * (n1 + 1) / 2.0
+    mean = n1 * n2 / 2.0
+    _, counts = np.unique(pooled, return_counts=True)
+    n = n1 + n2
+    tie = float(np.sum(counts**3 - counts)) / (n * (n - 1))
+    sd = math.sqrt(n1 * n2 / 12.0 * ((n + 1) - tie))
+    if sd == 0:
+        return 1.0
+    z = (abs(u - mean) - 0.5) / sd
+    return float(min(1.0, 2.0 * scipy_stats.norm.sf(max(z, 0.0))))
+
+
+@dataclass(frozen=True)
+class SampledEstimate:
+    """A metric's comparison before the false-discovery correction and the verdict."""
+
+    base: SideSummary
+    head: SideSummary
+    log_ratio: float  # oriented (> 0 worse), relative to the common factor when applied
+    ci_log: tuple[float, float]
+    p_value: float
+    min_p: float
+    noisy_side: str | None  # "base" or "head" when that side cannot support a verdict
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.log_ratio)
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        return (math.exp(self.ci_log[0]), math.exp(self.ci_log[1]))
+
+
+def estimate_sampled(
+    base_rounds: Sequence[np.ndarray],
+    head_rounds: Sequence[np.ndarray],
+    *,
+    direction: str,
+    between_sigma: float,
+    common_log: float,
+    settings: CompareSettings,
+    rng: np.random.Generator,
+) -> SampledEstimate:
+    """Ratio of medians with a CI that carries both within-run and between-run uncertainty.
+
+    The bootstrap resamples each side's samples (within-run uncertainty of the medians); each
+    replicate also draws a run-to-run deviation with spread `between_sigma` per round, because
+    the medians of two separate processes differ by more than their samples suggest. The
+    common factor (`common_log`, oriented like the ratio; 0 when not applied) is taken out of
+    both the ratio and the rank test.
+    """
+    base = np.concatenate(base_rounds)
+    head = np.concatenate(head_rounds)
+    # In "time-like" orientation a common slowdown multiplies head times by exp(common_log).
+    scale = math.exp(-common_log) if direction == "lower" else math.exp(common_log)
+    head_adjusted = head * scale
+    base_boot = bootstrap_medians(base, rng, settings.resamples)
+    head_boot = bootstrap_medians(head_adjusted, rng, settings.resamples)
+    raw = np.log(np.maximum(head_boot, 1e-300)) - np.log(np.maximum(base_boot, 1e-300))
+    oriented = raw if direction == "lower" else -raw
+    spread = between_sigma * math.sqrt(1.0 / len(base_rounds) + 1.0 / len(head_rounds))
+    draws = oriented + rng.normal(0.0, spread, size=oriented.size)
+    ci_low, ci_high = np.quantile(draws, [0.025, 0.975])
+    point = orient(math.log(float(np.median(head_adjusted)) / float(np.median(base))), direction)
+
+    noisy = None
+    for name, samples in (("base", base), ("head", head_adjusted)):
+        if median_halfwidth(samples) > settings.noisy_halfwidth:
+            noisy = name
+            break
+    return SampledEstimate(
+        base=summarize_side(base_rounds),
+        head=summarize_side(head_rounds),
+        log_ratio=point,
+        ci_log=(float(ci_low), float(ci_high)),
+        p_value=mann_whitney_p(base, head_adjusted),
+        min_p=min_two_sided_p(base.size, head.size),
+        noisy_side=noisy,
+    )
+
+
+def decide_sampled(
+    estimate: SampledEstimate, *, q_value: float, threshold: float, alpha: float
+) -> tuple[Verdict, str]:
+    """The verdict words of DESIGN §5 for a sampled metric, with a one-line reason."""
+    low, high = estimate.ci
+    change = f"{estimate.ratio - 1:+.1%} (95% CI {low - 1:+.1%} to {high - 1:+.1%})"
+    if estimate.min_p >= alpha:
+        return "inconclusive", (
+            f"too few samples ({estimate.base.n} vs {estimate.head.n}) for the rank test to "
+            f"ever reach alpha {alpha:g}"
+        )
+    if estimate.noisy_side is not None:
+        return "inconclusive", (
+            f"noisy: the {estimate.noisy_side} samples are too spread (or bimodal) to pin the "
+            f"median down; {change}"
+        )
+    if q_value < alpha and low > 1 + threshold:
+        return "regression", f"{change}, beyond the {threshold:.1%} threshold (q={q_value:.2g})"
+    if q_value < alpha and high < 1 - threshold:
+        return "improvement", f"{change}, beyond the {threshold:.1%} threshold (q={q_value:.2g})"
+    if low >= 1 - threshold and high <= 1 + threshold:
+        return "unchanged", f"{change}, within ±{threshold:.1%}"
+    if q_value >= alpha:
+        return "inconclusive", f"{change}; not significant (q={q_value:.2g})"
+    return "inconclusive", f"{change}; the CI straddles the {threshold:.1%} threshold"
+
+
+def decide_exact(base: float, head: float, *, direction: str) -> tuple[Verdict, str]:
+    """Exact counters compare exactly: any increase (for lower-is-better) is a regression."""
+    if base == head:
+        return "unchanged", f"exactly {_number(base)} on both sides"
+    worse = head > base if direction == "lower" else head < base
+    verdict: Verdict = "regression" if worse else "improvement"
+    return verdict, f"changed from {_number(base)} to {_number(head)}"
+
+
+def decide_single_value(
+    base: float, head: float, *, direction: str, threshold: float, deterministic: bool
+) -> tuple[Verdict, str]:
+    """One measured value per side (peak memory): only the allocator's numbers are trusted."""
+    if base == 0 and head == 0:
+        return "unchanged", "0 on both sides"
+    if base == 0:
+        return ("regression" if direction == "lower" else "improvement"), f"0 -> {_number(head)}"
+    ratio = head / base if direction == "lower" else base / head if head else math.inf
+    if abs(ratio - 1) <= threshold:
+        return "unchanged", f"{ratio - 1:+.1%}, within ±{threshold:.1%}"
+    if not deterministic:
+        return "inconclusive", f"{ratio - 1:+.1%} from a single noisy measurement per side"
+    return ("regression" if ratio > 1 else "improvement"), f"{ratio - 1:+.1%} (single value)"
+
+
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:.6g}"

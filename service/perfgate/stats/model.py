@@ -1,0 +1,96 @@
+"""The comparison as data: verdict words, per-metric results, and the whole comparison."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Verdict = Literal[
+    "regression", "improvement", "unchanged", "inconclusive", "missing", "new", "error"
+]
+VERDICTS: tuple[Verdict, ...] = (
+    "regression",
+    "improvement",
+    "unchanged",
+    "inconclusive",
+    "missing",
+    "new",
+    "error",
+)
+COMPARISON_SCHEMA = "perfgate/comparison@1"
+
+
+@dataclass(frozen=True)
+class SideSummary:
+    n: int
+    median: float
+    iqr: float
+    rounds: int = 1
+
+
+@dataclass(frozen=True)
+class OpDelta:
+    """How one operator's per-call self time and count moved between base and head."""
+
+    op: str
+    base_us: float
+    head_us: float
+    delta_us: float
+    base_count: float
+    head_count: float
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    key: str
+    benchmark: str
+    params: dict[str, Any]
+    metric: str
+    unit: str
+    direction: str
+    exact: bool
+    base: SideSummary | None
+    head: SideSummary | None
+    ratio: float | None
+    ci: tuple[float, float] | None
+    p_value: float | None
+    q_value: float | None
+    threshold: float
+    verdict: Verdict
+    reason: str
+    noise: str | None = None
+    attribution: list[OpDelta] = field(default_factory=list)
+
+    @property
+    def delta(self) -> float | None:
+        """Relative change of the raw value, head vs base (+0.12 = 12% larger)."""
+        if self.base is None or self.head is None or self.base.median == 0:
+            return None
+        return self.head.median / self.base.median - 1.0
+
+
+@dataclass(frozen=True)
+class SideInfo:
+    commit: str | None
+    runs: list[str]
+    branch: str | None = None
+    label: str | None = None  # e.g. "merge-base" or "nearest earlier run of main"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    base: SideInfo
+    head: SideInfo
+    alpha: float
+    threshold: float
+    warnings: list[str]
+    results: list[MetricResult]
+    common_factor: float | None = None
+
+    def summary(self) -> dict[str, int]:
+        counts = Counter(r.verdict for r in self.results)
+        return {verdict: counts.get(verdict, 0) for verdict in VERDICTS}
+
+    def regressions(self) -> list[MetricResult]:
+        return [r for r in self.results if r.verdict == "regression"]

@@ -1,0 +1,217 @@
+"""The comparator's statistics: reference values from scipy, and simulated data with known answers."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from perfgate.results import Op, parse_document
+from perfgate.stats.attribution import attribute
+from perfgate.stats.compare import (
+    CompareSettings,
+    decide_exact,
+    decide_single_value,
+    mann_whitney_p,
+    median_halfwidth,
+    min_two_sided_p,
+)
+from perfgate.stats.comparison import compare_documents
+from perfgate.stats.noise import common_factor, history_noise, mad_sigma
+from perfgate.synthetic import synthetic_document
+
+
+@pytest.mark.parametrize(
+    ("n1", "n2", "shift"),
+    [(40, 40, 0.0), (40, 40, 0.03), (9, 31, 0.1), (120, 100, 0.005), (5, 6, 0.2)],
+)
+def test_mann_whitney_matches_scipy(n1: int, n2: int, shift: float) -> None:
+    rng = np.random.default_rng(n1 * 100 + n2)
+    base = np.round(rng.lognormal(0, 0.05, n1), 3)  # rounding makes ties
+    head = np.round(rng.lognormal(shift, 0.05, n2), 3)
+    method = "exact" if min(n1, n2) < 8 else "asymptotic"
+    expected = scipy_stats.mannwhitneyu(head, base, alternative="two-sided", method=method).pvalue
+    assert mann_whitney_p(base, head) == pytest.approx(expected, rel=1e-9)
+
+
+def test_constant_samples_give_p_one() -> None:
+    assert mann_whitney_p(np.ones(20), np.ones(20)) == 1.0
+
+
+def test_min_p_matches_exact_test() -> None:
+    base, head = np.arange(5.0), np.arange(5.0) + 100
+    exact = scipy_stats.mannwhitneyu(head, base, alternative="two-sided", method="exact").pvalue
+    assert min_two_sided_p(5, 5) == pytest.approx(exact)
+    assert min_two_sided_p(3, 3) > 0.05 > min_two_sided_p(4, 5)
+
+
+def test_median_halfwidth_grows_with_bimodality() -> None:
+    rng = np.random.default_rng(1)
+    tight = rng.lognormal(0, 0.01, 40)
+    bimodal = np.concatenate([rng.lognormal(0, 0.01, 20), rng.lognormal(0.5, 0.01, 20)])
+    assert median_halfwidth(tight) < 0.01
+    assert median_halfwidth(bimodal) > 0.15
+
+
+def test_exact_and_single_values() -> None:
+    assert decide_exact(100, 100, direction="lower")[0] == "unchanged"
+    assert decide_exact(100, 101, direction="lower")[0] == "regression"
+    assert decide_exact(100, 99, direction="lower")[0] == "improvement"
+    assert (
+        decide_single_value(1000, 1500, direction="lower", threshold=0.03, deterministic=True)[0]
+        == "regression"
+    )
+    assert (
+        decide_single_value(1000, 1500, direction="lower", threshold=0.03, deterministic=False)[0]
+        == "inconclusive"
+    )
+    assert (
+        decide_single_value(1000, 1010, direction="lower", threshold=0.03, deterministic=False)[0]
+        == "unchanged"
+    )
+
+
+def test_attribution_orders_slowdowns_first() -> None:
+    base = [
+        Op(op="aten::mm", count=1, self_cpu_us=100.0),
+        Op(op="aten::add", count=2, self_cpu_us=10.0),
+        Op(op="aten::gone", count=1, self_cpu_us=5.0),
+    ]
+    head = [
+        Op(op="aten::mm", count=1, self_cpu_us=101.0),
+        Op(op="aten::add", count=2, self_cpu_us=10.0),
+        Op(op="aten::copy_", count=1, self_cpu_us=21.5),
+    ]
+    deltas = attribute(base, head)
+    assert [d.op for d in deltas] == ["aten::copy_", "aten::mm", "aten::gone"]
+    assert (deltas[0].base_us, deltas[0].head_us, deltas[0].delta_us) == (0.0, 21.5, 21.5)
+    assert (deltas[0].base_count, deltas[0].head_count) == (0, 1)
+
+
+def test_attribution_prefers_device_time() -> None:
+    base = [Op(op="k", count=1, self_cpu_us=5.0, self_device_us=10.0)]
+    head = [Op(op="k", count=1, self_cpu_us=5.0, self_device_us=30.0)]
+    assert attribute(base, head)[0].delta_us == 20.0
+
+
+def test_common_factor_applies_only_to_drift() -> None:
+    drift = common_factor([0.01, 0.012, 0.008, 0.011, 0.3], drift_limit=math.log1p(0.03))
+    assert drift.applied and drift.log_ratio == pytest.approx(0.011)
+    everything = common_factor([0.1] * 6, drift_limit=math.log1p(0.03))
+    assert not everything.applied
+    assert not common_factor([0.01] * 3, drift_limit=0.03).applied  # too few to tell
+
+
+def test_history_noise_removes_run_factor_and_flags_excursions() -> None:
+    rng = np.random.default_rng(3)
+    runs = []
+    for i in range(12):
+        run_factor = rng.normal(0, 0.05)  # large shared drift must not count as spread
+        run = {(f"b{j}", "time"): math.exp(run_factor + rng.normal(0, 0.01)) for j in range(10)}
+        if i == 7:
+            run[("b3", "time")] *= 2.0
+        runs.append(run)
+    floors = history_noise(runs)
+    assert floors[("b0", "time")].sigma < 0.02
+    assert floors[("b3", "time")].excursion == pytest.approx(math.log(2), abs=0.05)
+    assert floors[("b0", "time")].excursion is None
+    assert history_noise(runs[:4]) == {}
+
+
+def test_mad_sigma_of_normal() -> None:
+    values = np.random.default_rng(0).normal(0, 2.0, 20000)
+    assert mad_sigma(values) == pytest.approx(2.0, rel=0.03)
+
+
+def _docs(seed: int, slowdown: dict[str, float] | None = None, **kw: Any) -> Any:
+    return parse_document(
+        synthetic_document(benchmarks=30, samples=40, seed=seed, slowdown=slowdown, **kw)
+    )
+
+
+def test_planted_regression_is_found_and_attributed() -> None:
+    base = _docs(1)
+    key = base.benchmarks[4].key
+    comparison = compare_documents([base], [_docs(2, {key: 1.25})])
+    found = [r for r in comparison.results if r.verdict == "regression"]
+    assert [(r.key, r.metric) for r in found] == [(key, "time")]
+    assert found[0].ratio == pytest.approx(1.25, rel=0.03)
+    assert found[0].ci is not None and found[0].ci[0] > 1.03
+    assert found[0].q_value is not None and found[0].q_value < 0.05
+    assert comparison.summary()["regression"] == 1
+
+
+def test_identical_code_raises_no_alarm() -> None:
+    comparison = compare_documents([_docs(1)], [_docs(2)])
+    assert comparison.summary()["regression"] == 0
+    assert comparison.summary()["improvement"] == 0
+
+
+def test_global_slowdown_is_reported_not_divided_out() -> None:
+    base = _docs(1)
+    everything = {b.key: 1.3 for b in base.benchmarks}
+    comparison = compare_documents([base], [_docs(2, everything)])
+    assert comparison.summary()["regression"] == 30
+    assert any("moved together by +3" in w and "beyond the 3.0%" in w for w in comparison.warnings)
+
+
+def test_small_drift_is_taken_out_and_said() -> None:
+    base = _docs(1)
+    drift = {b.key: 1.02 for b in base.benchmarks}
+    key = base.benchmarks[0].key
+    drift[key] = 1.02 * 1.25
+    comparison = compare_documents([base], [_docs(2, drift)])
+    regression = [r for r in comparison.results if r.verdict == "regression"]
+    assert [r.key for r in regression] == [key]
+    assert regression[0].ratio == pytest.approx(1.25, rel=0.03)
+    assert any("judged relative to it" in w for w in comparison.warnings)
+
+
+def test_exact_metrics_missing_new_and_errors() -> None:
+    base_data = synthetic_document(benchmarks=6, samples=20, seed=1)
+    head_data = synthetic_document(benchmarks=6, samples=20, seed=2)
+    head_data["benchmarks"][0]["metrics"]["flops"]["value"] += 1
+    head_data["benchmarks"][1].update(metrics={}, error="RuntimeError: CUDA OOM", profile=None)
+    head_data["benchmarks"][2]["metrics"].pop("peak_memory")
+    moved = head_data["benchmarks"].pop(3)
+    moved["name"] = "renamed"
+    moved["key"] = moved["key"].replace("kernel", "renamed")
+    head_data["benchmarks"].append(moved)
+    comparison = compare_documents([parse_document(base_data)], [parse_document(head_data)])
+    by = {(r.key, r.metric): r for r in comparison.results}
+    k = [b["key"] for b in base_data["benchmarks"]]
+    assert by[(k[0], "flops")].verdict == "regression" and by[(k[0], "flops")].exact
+    assert by[(k[1], "time")].verdict == "error"
+    assert "head failed: RuntimeError: CUDA OOM" in by[(k[1], "time")].reason
+    assert by[(k[2], "peak_memory")].verdict == "missing"
+    assert by[(k[3], "time")].verdict == "missing"
+    assert by[(moved["key"], "time")].verdict == "new"
+
+
+def test_too_few_samples_is_inconclusive() -> None:
+    base = parse_document(synthetic_document(benchmarks=1, samples=3, seed=1))
+    head = parse_document(
+        synthetic_document(
+            benchmarks=1, samples=3, seed=2, slowdown={"kernel[n=64,variant=0]": 2.0}
+        )
+    )
+    result = next(r for r in compare_documents([base], [head]).results if r.metric == "time")
+    assert result.verdict == "inconclusive" and "too few samples" in result.reason
+
+
+def test_comparison_is_deterministic() -> None:
+    base, head = _docs(1), _docs(2)
+    first = compare_documents([base], [head], settings=CompareSettings(seed=5))
+    second = compare_documents([base], [head], settings=CompareSettings(seed=5))
+    assert [r.ci for r in first.results] == [r.ci for r in second.results]
+
+
+def test_environment_change_is_warned() -> None:
+    base_data = synthetic_document(benchmarks=2, seed=1)
+    head_data = synthetic_document(benchmarks=2, seed=2)
+    head_data["environment"].update(fingerprint="other", torch="2.14.0")
+    comparison = compare_documents([parse_document(base_data)], [parse_document(head_data)])
+    assert any("torch: '2.13.0' -> '2.14.0'" in w for w in comparison.warnings)
