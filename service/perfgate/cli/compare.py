@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import io
+import json
+import sys
 from pathlib import Path
 
 import click
 
-from perfgate.cli.options import db_option, format_option
-from perfgate.errors import NotImplementedYetError
+from perfgate.cli.options import db_option, format_option, max_size_option
+from perfgate.config import parse_byte_size
+from perfgate.errors import EXIT_REGRESSION
+from perfgate.stats.compare import CompareSettings
+from perfgate.stats.model import Comparison
 
 
 @click.command("compare")
@@ -34,8 +40,127 @@ from perfgate.errors import NotImplementedYetError
     help="False discovery rate for significance.",
 )
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a regression is found.")
-@click.option("--project", help="Project whose store history to use.")
+@click.option("--project", help="Project in the store [default: the only one, or the files'].")
+@click.option(
+    "--base-branch",
+    default="main",
+    show_default=True,
+    help="Branch whose nearest earlier run stands in for a base commit without data.",
+)
 @db_option
-def command(**_options: object) -> None:
-    """Compare BASE with HEAD: each a results file, a commit (or unique prefix) or a branch."""
-    raise NotImplementedYetError("perfgate compare is not implemented yet")
+@max_size_option
+def command(
+    *,
+    base: str,
+    head: str,
+    fmt: str,
+    out: Path | None,
+    threshold: float,
+    alpha: float,
+    fail_on_regression: bool,
+    project: str | None,
+    base_branch: str,
+    db_url: str,
+    max_size: str,
+) -> None:
+    """Compare BASE with HEAD: each a results file, a commit (or unique prefix) or a branch.
+
+    Runs stored for the same commit are pooled. With at least 5 earlier runs of the base branch
+    in the store, each benchmark's threshold rises to its own run-to-run noise.
+    """
+    comparison = build_comparison(
+        base=base,
+        head=head,
+        settings=CompareSettings(alpha=alpha, threshold=threshold),
+        project=project,
+        base_branch=base_branch,
+        db_url=db_url,
+        max_bytes=parse_byte_size(max_size, source="--max-size"),
+    )
+    emit(comparison, fmt=fmt, out=out)
+    if fail_on_regression and comparison.regressions():
+        sys.exit(EXIT_REGRESSION)
+
+
+def build_comparison(
+    *,
+    base: str,
+    head: str,
+    settings: CompareSettings,
+    project: str | None,
+    base_branch: str,
+    db_url: str,
+    max_bytes: int,
+) -> Comparison:
+    from perfgate.store import comparisons
+    from perfgate.store.connect import open_store
+    from perfgate.store.engine import is_missing_sqlite_file
+
+    files = {ref: Path(ref) for ref in (base, head) if Path(ref).is_file()}
+    # Two files compare on their own; the store adds history when there is one to read.
+    if len(files) == 2 and is_missing_sqlite_file(db_url):
+        return comparisons.compare_sides(
+            comparisons.load_side_file(files[base], max_bytes=max_bytes),
+            comparisons.load_side_file(files[head], max_bytes=max_bytes),
+            settings=settings,
+            history=[],
+        )
+    with open_store(db_url) as store:
+        with store.sessions() as session:
+            if head in files:
+                head_side = comparisons.load_side_file(files[head], max_bytes=max_bytes)
+            else:
+                head_side = comparisons.require_documents(
+                    comparisons.resolve_side(
+                        session,
+                        project_id=comparisons.project_id_for(session, name=project),
+                        ref=head,
+                    ),
+                    f"head {head}",
+                )
+            if base in files:
+                base_side = comparisons.load_side_file(files[base], max_bytes=max_bytes)
+            else:
+                name = project or head_side.documents[0].run.project
+                base_side = comparisons.require_documents(
+                    comparisons.resolve_side(
+                        session,
+                        project_id=comparisons.project_id_for(session, name=name),
+                        ref=base,
+                        fallback_branch=base_branch,
+                        before=head_side.started_at,
+                    ),
+                    f"base {base}",
+                )
+        history = comparisons.history_for(store.sessions, base=base_side)
+    return comparisons.compare_sides(base_side, head_side, settings=settings, history=history)
+
+
+def emit(comparison: Comparison, *, fmt: str, out: Path | None) -> None:
+    """Render in `fmt` to `out` (or stdout)."""
+    if fmt == "json":
+        from perfgate.report.comparison_json import comparison_to_json
+
+        text = json.dumps(comparison_to_json(comparison), indent=1) + "\n"
+    elif fmt == "markdown":
+        from perfgate.report.markdown import render_markdown
+
+        text = render_markdown(comparison)
+    else:
+        from rich.console import Console
+
+        from perfgate.report.terminal import render_terminal
+
+        if out is None:
+            render_terminal(comparison, Console())
+            return
+        # Recorded, not shown: the file gets the same table without terminal colours.
+        console = Console(record=True, width=160, file=io.StringIO())
+        render_terminal(comparison, console)
+        text = console.export_text()
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {out}", err=True)

@@ -39,6 +39,17 @@ def _parse(url: str) -> URL:
     return parsed
 
 
+def is_missing_sqlite_file(url: str) -> bool:
+    """True for a SQLite file URL whose file does not exist yet (opening it would create it)."""
+    parsed = _parse(url)
+    if parsed.get_backend_name() != "sqlite":
+        return False
+    database = parsed.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return False
+    return not Path(database).expanduser().exists()
+
+
 def make_engine(url: str) -> Engine:
     """Create an engine for `url`; for SQLite the file's folder is created and sane pragmas set."""
     parsed = _parse(url)

@@ -1,0 +1,69 @@
+"""The comparison as a rich terminal table, with the ops behind each regression and warnings."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from perfgate.report.markdown import TOP_OPS_SHOWN, headline
+from perfgate.report.units import format_change, format_ci, format_value
+from perfgate.report.verdicts import raw_ci, raw_ratio, severity_order
+from perfgate.stats.model import Comparison
+
+STYLES = {
+    "regression": "bold red",
+    "improvement": "green",
+    "unchanged": "dim",
+    "inconclusive": "yellow",
+    "missing": "magenta",
+    "new": "cyan",
+    "error": "bold red",
+}
+
+
+def render_terminal(
+    comparison: Comparison, console: Console, *, show_unchanged: bool = True
+) -> None:
+    console.print(escape(headline(comparison)), highlight=False)
+    table = Table(show_edge=False, pad_edge=False)
+    for column, justify in (
+        ("benchmark", "left"),
+        ("metric", "left"),
+        ("base", "right"),
+        ("head", "right"),
+        ("Δ", "right"),
+        ("95% CI", "right"),
+        ("verdict", "left"),
+        ("reason", "left"),
+    ):
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for result in severity_order(comparison.results):
+        if result.verdict == "unchanged" and not show_unchanged:
+            continue
+        table.add_row(
+            escape(result.key),
+            result.metric,
+            format_value(result.base.median, result.unit) if result.base else "—",
+            format_value(result.head.median, result.unit) if result.head else "—",
+            format_change(raw_ratio(result)),
+            format_ci(raw_ci(result)),
+            f"[{STYLES[result.verdict]}]{result.verdict}[/]",
+            escape(result.reason),
+        )
+    console.print(table)
+    hidden = comparison.summary()["unchanged"] if not show_unchanged else 0
+    if hidden:
+        console.print(f"[dim]{hidden} unchanged results not listed (--format json lists all)[/dim]")
+    for result in comparison.regressions():
+        if not result.attribution:
+            continue
+        console.print(f"\n[bold]ops behind {escape(result.key)} {result.metric}[/bold]")
+        for delta in result.attribution[:TOP_OPS_SHOWN]:
+            console.print(
+                f"  {escape(delta.op):40s} {delta.base_us:10.1f} → {delta.head_us:10.1f} µs/call "
+                f"({delta.delta_us:+.1f}), calls {delta.base_count:g} → {delta.head_count:g}",
+                highlight=False,
+            )
+    for warning in comparison.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")

@@ -1,0 +1,48 @@
+"""Human-readable numbers: times, bytes, counts and rates with sensible units."""
+
+from __future__ import annotations
+
+import math
+
+_TIME = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+_BYTES = (("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0), ("B", 1.0))
+_SI = (("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1.0))
+
+
+def _scaled(value: float, scales: tuple[tuple[str, float], ...], unit_after: str = "") -> str:
+    for suffix, scale in scales:
+        if abs(value) >= scale or scale == scales[-1][1]:
+            number = value / scale
+            digits = 3 if abs(number) < 10 else 2 if abs(number) < 100 else 1
+            return f"{number:.{digits}f} {suffix}{unit_after}".rstrip()
+    return f"{value:g}"  # pragma: no cover - the last scale always matches
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """`0.000201, "s"` -> `201.0 µs`; `262144, "B"` -> `256.0 KiB`; counts keep every digit."""
+    if value is None or math.isnan(value):
+        return "—"
+    if unit == "s":
+        return _scaled(value, _TIME)
+    if unit == "B":
+        return _scaled(value, _BYTES)
+    if unit == "flop":
+        return _scaled(value, _SI, "FLOP")
+    if unit.endswith("/s"):
+        return _scaled(value, _SI, unit)
+    if float(value).is_integer():
+        return f"{int(value):,}" + (f" {unit}" if unit and unit != "count" else "")
+    return f"{value:.4g}" + (f" {unit}" if unit else "")
+
+
+def format_change(ratio: float | None) -> str:
+    """A ratio as a signed percentage: 1.119 -> +11.9%."""
+    if ratio is None or math.isnan(ratio) or math.isinf(ratio):
+        return "—"
+    return f"{ratio - 1:+.1%}"
+
+
+def format_ci(ci: tuple[float, float] | None) -> str:
+    if ci is None:
+        return "—"
+    return f"{ci[0] - 1:+.1%} … {ci[1] - 1:+.1%}"

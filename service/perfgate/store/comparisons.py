@@ -1,0 +1,138 @@
+"""Use case: compare two sides named by the user (results files, commits or branches in the store).
+
+Runs stored for the same commit are pooled as rounds; earlier runs of the base branch give the
+comparator its history noise model; a base commit without data falls back, with a warning, to
+the nearest earlier run of the base branch.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from perfgate.errors import NotFoundError
+from perfgate.results import ResultsDocument, load_document
+from perfgate.stats.compare import CompareSettings
+from perfgate.stats.comparison import compare_documents
+from perfgate.stats.model import Comparison
+from perfgate.store import queries
+from perfgate.store.documents import rebuild_document
+
+_COMMITISH = re.compile(r"^[0-9a-fA-F]{4,64}$")
+
+
+@dataclass
+class Side:
+    documents: list[ResultsDocument]
+    label: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def started_at(self) -> datetime:
+        return min(d.run.started_at for d in self.documents)
+
+
+def load_side_file(path: Path, *, max_bytes: int) -> Side:
+    return Side(documents=[load_document(path, max_bytes=max_bytes)])
+
+
+def _rebuild(session: Session, refs: list[queries.RunRef]) -> list[ResultsDocument]:
+    documents = []
+    for ref in refs:
+        document = rebuild_document(session, run_id=ref.id)
+        if document is not None:
+            documents.append(document)
+    return documents
+
+
+def resolve_side(
+    session: Session,
+    *,
+    project_id: int,
+    ref: str,
+    fallback_branch: str | None = None,
+    before: datetime | None = None,
+) -> Side:
+    """The runs `ref` names: a commit (or unique prefix), else a branch's newest commit."""
+    if _COMMITISH.match(ref):
+        runs = queries.runs_for_commit(session, project_id=project_id, commit=ref)
+        if runs:
+            return Side(documents=_rebuild(session, runs))
+    if queries.branch_exists(session, project_id=project_id, branch=ref):
+        runs = queries.latest_commit_runs(session, project_id=project_id, branch=ref, before=before)
+        if runs:
+            return Side(documents=_rebuild(session, runs), label=f"latest on {ref}")
+    if fallback_branch and _COMMITISH.match(ref):
+        runs = queries.latest_commit_runs(
+            session, project_id=project_id, branch=fallback_branch, before=before
+        )
+        if runs:
+            return Side(
+                documents=_rebuild(session, runs),
+                label=f"nearest earlier run of {fallback_branch}",
+                warnings=[
+                    f"base commit {ref[:12]} has no runs in the store: comparing against the "
+                    f"nearest earlier run of {fallback_branch}, commit {runs[0].commit[:12]} "
+                    f"({runs[0].started_at:%Y-%m-%d %H:%M} UTC)"
+                ],
+            )
+    raise NotFoundError(f"{ref!r} is neither a results file nor a commit or branch in the store")
+
+
+def history_for(
+    sessions: sessionmaker[Session], *, base: Side
+) -> list[dict[tuple[str, str], float]]:
+    """Medians of the base branch's earlier runs, for the history noise model."""
+    first = base.documents[0].run
+    if not first.branch:
+        return []
+    with sessions() as session:
+        try:
+            project = queries.resolve_project(session, name=first.project)
+        except NotFoundError:
+            return []  # a project the store has never seen has no history
+        return queries.history_medians(
+            session,
+            project_id=project.id,
+            branch=first.branch,
+            before=base.started_at,
+            exclude=[d.run.id for d in base.documents],
+        )
+
+
+def compare_sides(
+    base: Side,
+    head: Side,
+    *,
+    settings: CompareSettings,
+    history: list[dict[tuple[str, str], float]],
+) -> Comparison:
+    warnings = [*base.warnings, *head.warnings]
+    if len(history) >= 5:
+        warnings.append(
+            f"noise model: {len(history)} earlier runs of {base.documents[0].run.branch} set "
+            "each benchmark's threshold to at least its run-to-run spread"
+        )
+    return compare_documents(
+        base.documents,
+        head.documents,
+        settings=settings,
+        history=history,
+        base_label=base.label,
+        head_label=head.label,
+        warnings=warnings,
+    )
+
+
+def project_id_for(session: Session, *, name: str | None) -> int:
+    return queries.resolve_project(session, name=name).id
+
+
+def require_documents(side: Side, what: str) -> Side:
+    if not side.documents:
+        raise NotFoundError(f"{what}: the store has no readable runs for it")
+    return side
