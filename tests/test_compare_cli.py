@@ -1,0 +1,236 @@
+"""`perfgate compare` end to end: files and store references, outputs, exit codes, golden markdown."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner, Result
+
+from perfgate.cli import cli
+from perfgate.results import parse_document
+from perfgate.stats.comparison import compare_documents
+from perfgate.store.connect import open_store
+from perfgate.store.uploads import store_document
+from perfgate.synthetic import synthetic_document
+
+GOLDEN = Path(__file__).parent / "golden"
+SLOW_KEY = "kernel[n=128,variant=0]"
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def _pair(seed: int = 1, **kw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    base = synthetic_document(benchmarks=20, samples=40, seed=seed, commit="a" * 40)
+    head = synthetic_document(
+        benchmarks=20,
+        samples=40,
+        seed=seed + 1,
+        commit="b" * 40,
+        branch="feature",
+        slowdown={SLOW_KEY: 1.3},
+        **kw,
+    )
+    head["benchmarks"][1]["profile"]["ops"].append(
+        {"op": "aten::clone", "count": 1, "self_cpu_us": 40.0, "self_device_us": 0.0, "flops": 0.0}
+    )
+    return base, head
+
+
+def _files(tmp_path: Path) -> tuple[str, str]:
+    base, head = _pair()
+    (tmp_path / "base.json").write_text(json.dumps(base))
+    (tmp_path / "head.json").write_text(json.dumps(head))
+    return str(tmp_path / "base.json"), str(tmp_path / "head.json")
+
+
+def test_files_json_output_follows_design(tmp_path: Path) -> None:
+    base, head = _files(tmp_path)
+    nowhere = f"sqlite:///{tmp_path}/absent.db"
+    result = invoke("compare", base, head, "--format", "json", "--db", nowhere)
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "absent.db").exists()  # comparing two files creates no store
+    data = json.loads(result.stdout)
+    assert data["schema"] == "perfgate/comparison@1"
+    assert data["base"]["commit"] == "a" * 40 and len(data["base"]["runs"]) == 1
+    assert data["settings"] == {"alpha": 0.05, "threshold": 0.03}
+    assert set(data["summary"]) == {
+        "regression",
+        "improvement",
+        "unchanged",
+        "inconclusive",
+        "missing",
+        "new",
+        "error",
+    }
+    regression = next(r for r in data["results"] if r["verdict"] == "regression")
+    expected = {
+        "key",
+        "benchmark",
+        "params",
+        "metric",
+        "unit",
+        "direction",
+        "exact",
+        "base",
+        "head",
+        "ratio",
+        "ci",
+        "p_value",
+        "q_value",
+        "threshold",
+        "verdict",
+        "reason",
+        "attribution",
+    }
+    assert expected <= set(regression)
+    assert regression["key"] == SLOW_KEY and regression["params"] == {"n": 128, "variant": 0}
+    assert {"n", "median", "iqr"} <= set(regression["base"])
+    assert regression["attribution"][0] == {
+        "op": "aten::clone",
+        "base_us": 0.0,
+        "head_us": 40.0,
+        "delta_us": 40.0,
+        "base_count": 0.0,
+        "head_count": 1.0,
+    }
+
+
+def test_fail_on_regression_exits_1(tmp_path: Path) -> None:
+    base, head = _files(tmp_path)
+    nowhere = f"sqlite:///{tmp_path}/absent.db"
+    assert invoke("compare", base, head, "--db", nowhere).exit_code == 0
+    failing = invoke("compare", base, head, "--fail-on-regression", "--db", nowhere)
+    assert failing.exit_code == 1
+    assert "1 regression" in failing.stdout
+    same = invoke("compare", base, base, "--fail-on-regression", "--db", nowhere)
+    assert same.exit_code == 0
+
+
+def test_out_writes_file(tmp_path: Path) -> None:
+    base, head = _files(tmp_path)
+    out = tmp_path / "reports" / "c.md"
+    result = invoke(
+        "compare",
+        base,
+        head,
+        "--format",
+        "markdown",
+        "--out",
+        str(out),
+        "--db",
+        f"sqlite:///{tmp_path}/absent.db",
+    )
+    assert result.exit_code == 0, result.output
+    assert out.read_text().startswith("### ⚠️ 1 regression")
+
+
+def test_unknown_reference_exits_2(tmp_path: Path) -> None:
+    base, _ = _files(tmp_path)
+    result = invoke("compare", base, "nope.json", "--db", f"sqlite:///{tmp_path}/x.db")
+    assert result.exit_code == 2
+    assert "store has no runs yet" in result.stderr
+
+
+def test_store_references(db_url: str) -> None:
+    base, head = _pair()
+    with open_store(db_url) as store:
+        for data in (base, head):
+            store_document(store.sessions, parse_document(data))
+    by_prefix = invoke("compare", "aaaaaaa", "bbbbbbbb", "--format", "json", "--db", db_url)
+    assert by_prefix.exit_code == 0, by_prefix.output
+    assert json.loads(by_prefix.stdout)["summary"]["regression"] == 1
+    by_branch = invoke("compare", "main", "feature", "--format", "json", "--db", db_url)
+    data = json.loads(by_branch.stdout)
+    assert data["base"]["label"] == "latest on main" and data["head"]["commit"] == "b" * 40
+    fallback = invoke("compare", "c" * 40, "b" * 40, "--format", "json", "--db", db_url)
+    assert fallback.exit_code == 0, fallback.output
+    warnings = json.loads(fallback.stdout)["warnings"]
+    assert any(
+        "has no runs in the store" in w and "nearest earlier run of main" in w for w in warnings
+    )
+    missing = invoke("compare", "main", "nosuchbranch", "--db", db_url)
+    assert missing.exit_code == 2 and "neither a results file" in missing.stderr
+
+
+def test_same_commit_runs_are_pooled_as_rounds(db_url: str) -> None:
+    with open_store(db_url) as store:
+        for seed in (1, 2):
+            store_document(
+                store.sessions,
+                parse_document(
+                    synthetic_document(benchmarks=6, samples=20, seed=seed, commit="a" * 40)
+                ),
+            )
+        store_document(
+            store.sessions,
+            parse_document(synthetic_document(benchmarks=6, samples=20, seed=3, commit="b" * 40)),
+        )
+    result = invoke("compare", "a" * 40, "b" * 40, "--format", "json", "--db", db_url)
+    data = json.loads(result.stdout)
+    assert len(data["base"]["runs"]) == 2
+    time = next(r for r in data["results"] if r["metric"] == "time")
+    assert time["base"]["n"] == 40 and time["base"]["rounds"] == 2
+
+
+def test_history_raises_thresholds(db_url: str) -> None:
+    with open_store(db_url) as store:
+        for seed in range(1, 9):  # eight earlier main runs, then base and head
+            store_document(
+                store.sessions,
+                parse_document(synthetic_document(benchmarks=8, samples=20, seed=seed)),
+            )
+        store_document(
+            store.sessions,
+            parse_document(synthetic_document(benchmarks=8, samples=20, seed=20, commit="a" * 40)),
+        )
+        store_document(
+            store.sessions,
+            parse_document(
+                synthetic_document(
+                    benchmarks=8, samples=20, seed=21, commit="b" * 40, branch="feature"
+                )
+            ),
+        )
+    data = json.loads(
+        invoke("compare", "a" * 40, "b" * 40, "--format", "json", "--db", db_url).stdout
+    )
+    assert any("noise model: 8 earlier runs of main" in w for w in data["warnings"])
+    time = next(r for r in data["results"] if r["metric"] == "time")
+    assert time["noise"].startswith("history of 8 base runs")
+
+
+def test_markdown_matches_golden() -> None:
+    base, head = _pair()
+    comparison = compare_documents([parse_document(base)], [parse_document(head)])
+    from perfgate.report.markdown import render_markdown
+
+    rendered = render_markdown(comparison)
+    golden = GOLDEN / "comparison.md"
+    if os.environ.get("PERFGATE_UPDATE_GOLDEN"):
+        golden.write_text(rendered)
+    assert rendered == golden.read_text(), "regenerate with PERFGATE_UPDATE_GOLDEN=1 if intended"
+
+
+def test_markdown_stays_under_the_comment_limit() -> None:
+    base = synthetic_document(benchmarks=600, samples=10, seed=1)
+    head = synthetic_document(benchmarks=600, samples=10, seed=2)
+    comparison = compare_documents([parse_document(base)], [parse_document(head)])
+    from perfgate.report.markdown import render_markdown
+
+    rendered = render_markdown(comparison, limit=20_000)
+    assert len(rendered) <= 20_000
+    assert "more results left out to stay under GitHub's comment size limit" in rendered
+
+
+def test_round_trip_through_json() -> None:
+    from perfgate.report.comparison_json import comparison_from_json, comparison_to_json
+
+    base, head = _pair()
+    comparison = compare_documents([parse_document(base)], [parse_document(head)])
+    again = comparison_from_json(json.loads(json.dumps(comparison_to_json(comparison))))
+    assert again == comparison
