@@ -1,4 +1,4 @@
-"""`perfgate compare` end to end: files and store references, outputs, exit codes, golden markdown."""
+"""`perfgate compare` end to end: files and store refs, outputs, exit codes, golden markdown."""
 
 from __future__ import annotations
 
