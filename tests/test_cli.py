@@ -197,7 +197,6 @@ def test_every_command_has_its_options(command: list[str], options: list[str]) -
 @pytest.mark.parametrize(
     "args",
     [
-        ["compare", "a", "b"],
         ["comment", "c.json"],
         ["trend", "k"],
         ["changes"],

@@ -1,1 +1,1 @@
-"""The benchmark harness: the decorator, discovery, timing, counters, profiling and the run itself."""
+"""The benchmark harness: decorator, discovery, timing, counters, profiling and the run itself."""

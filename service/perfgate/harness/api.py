@@ -37,6 +37,14 @@ class BenchmarkSpec:
     # Keyword defaults of the setup that are not params: `items` callables still receive them.
     defaults: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def source(self) -> str:
+        """The file that defines the setup (a worker process imports it again)."""
+        try:
+            return inspect.getfile(self.setup)
+        except TypeError:
+            return ""
+
     def instances(self) -> list[BenchmarkInstance]:
         """The cartesian product of `params`, in declaration order, one instance per combination."""
         names = list(self.params)
@@ -195,7 +203,8 @@ def _make_spec(
             continue
         if arg.default is inspect.Parameter.empty:
             raise ValueError(
-                f"{where}: argument {arg.name!r} has no value; list it in params or give it a default"
+                f"{where}: argument {arg.name!r} has no value; "
+                "list it in params or give it a default"
             )
         defaults[arg.name] = arg.default
 

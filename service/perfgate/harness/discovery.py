@@ -51,13 +51,16 @@ def is_benchmark_file(path: Path) -> bool:
 
 
 def find_files(paths: Sequence[str | Path]) -> list[Path]:
-    """Benchmark files under `paths` (files are taken as given; directories searched recursively)."""
+    """Benchmark files under `paths`: files are taken as given, directories searched recursively."""
     found: dict[Path, None] = {}
     for raw in paths:
         path = Path(raw)
         if not path.exists():
-            hint = " (pass the files or directories holding your bench_*.py)" if str(raw) == (
-                DEFAULT_PATH) else ""
+            hint = (
+                " (pass the files or directories holding your bench_*.py)"
+                if str(raw) == (DEFAULT_PATH)
+                else ""
+            )
             raise UsageError(f"benchmark path {str(raw)!r} does not exist{hint}")
         if path.is_file():
             found[path.resolve()] = None
@@ -105,8 +108,13 @@ def discover(paths: Sequence[str | Path], filter: str | None = None) -> Selectio
         try:
             instances = import_benchmark_file(path)
         except (Exception, SystemExit) as exc:
-            items.append(ImportFailure(path=path, name=_failure_name(path, owners),
-                                       message=f"import failed: {one_line(exc)}"))
+            items.append(
+                ImportFailure(
+                    path=path,
+                    name=_failure_name(path, owners),
+                    message=f"import failed: {one_line(exc)}",
+                )
+            )
             owners[items[-1].key] = path
             continue
         for instance in instances:

@@ -80,8 +80,11 @@ def make_timer(device: Any) -> Timer:
     if getattr(device, "type", str(device)) == "cuda":
         import torch
 
+        cuda: Any = torch.cuda
+
         def event() -> EventLike:
-            return torch.cuda.Event(enable_timing=True)  # type: ignore[no-any-return]
+            timing_event: EventLike = cuda.Event(enable_timing=True)
+            return timing_event
 
         def synchronize() -> None:
             torch.cuda.synchronize(device)

@@ -13,8 +13,9 @@ def _scaled(value: float, scales: tuple[tuple[str, float], ...], unit_after: str
     for suffix, scale in scales:
         if abs(value) >= scale or scale == scales[-1][1]:
             number = value / scale
-            digits = 3 if abs(number) < 10 else 2 if abs(number) < 100 else 1
-            return f"{number:.{digits}f} {suffix}{unit_after}".rstrip()
+            # Three significant digits: enough to see a 1% change, few enough to read.
+            text = f"{number:,.0f}" if abs(number) >= 1000 else f"{number:.3g}"
+            return f"{text} {suffix}{unit_after}".rstrip()
     return f"{value:g}"  # pragma: no cover - the last scale always matches
 
 
@@ -29,7 +30,9 @@ def format_value(value: float | None, unit: str) -> str:
     if unit == "flop":
         return _scaled(value, _SI, "FLOP")
     if unit.endswith("/s"):
-        return _scaled(value, _SI, unit)
+        # "3.67M tokens/s": the prefix belongs to the count, not to the unit's name.
+        number, _, prefix = _scaled(value, _SI).partition(" ")
+        return f"{number}{prefix} {unit}"
     if float(value).is_integer():
         return f"{int(value):,}" + (f" {unit}" if unit and unit != "count" else "")
     return f"{value:.4g}" + (f" {unit}" if unit else "")

@@ -1,0 +1,229 @@
+"""False-alarm rate and power of `perfgate compare` on separate-process runs recorded here.
+
+    python bench/eval_comparator.py record --runs 40        # ~20 s a run: perfgate run, one round
+    python bench/eval_comparator.py eval                      # prints the tables
+
+`record` runs the example benchmarks N times, each `perfgate run` a separate process (one round,
+no profile), one after another, all for the same commit: identical code. `eval` then builds
+
+- A/A pairs: two different runs (1 round a side), or two disjoint groups of 3 consecutive runs
+  pooled as rounds (3 rounds a side) — the comparator should find nothing;
+- injected slowdowns: the same pairs with one benchmark's head samples multiplied by 1.10 or 1.25
+  (real noise, known effect) — the comparator should find that benchmark, and only it;
+- the same with history: the 8 runs before the base side in the store as the base branch's past.
+
+Rates count the `time` metric of every benchmark instance (throughput is derived from time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from perfgate.results import ResultsDocument, load_document
+from perfgate.stats.compare import CompareSettings
+from perfgate.stats.comparison import compare_documents
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "bench" / "data" / "comparator"
+COMMIT = "e" * 40
+
+
+def record(runs: int, max_time: float, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    start = len(list(out.glob("run-*.json")))
+    for i in range(start, start + runs):
+        began = time.perf_counter()
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "perfgate",
+                "run",
+                str(ROOT / "examples" / "benchmarks"),
+                "--device",
+                "cpu",
+                "--no-profile",
+                "--no-store",
+                "--max-time",
+                str(max_time),
+                "--commit",
+                COMMIT,
+                "--branch",
+                "main",
+                "--project",
+                "perfgate/examples",
+                "--out",
+                str(out / f"run-{i:03d}.json"),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, "CI": "1"},
+        )
+        print(f"run {i}: {time.perf_counter() - began:.1f} s", flush=True)
+
+
+def _scaled(document: ResultsDocument, key: str, factor: float) -> ResultsDocument:
+    """A copy where `key` is `factor` times slower: time × factor, throughput ÷ factor."""
+    copy = document.model_copy(deep=True)
+    for bench in copy.benchmarks:
+        if bench.key != key:
+            continue
+        for name, metric in bench.metrics.items():
+            if metric.samples is None:
+                continue
+            scale = factor if metric.direction == "lower" else 1 / factor
+            if name in ("time", "throughput"):
+                metric.samples = [s * scale for s in metric.samples]
+    return copy
+
+
+def _history(runs: Sequence[ResultsDocument]) -> list[dict[tuple[str, str], float]]:
+    out = []
+    for run in runs:
+        medians = {}
+        for bench in run.benchmarks:
+            for name, metric in bench.metrics.items():
+                if metric.samples:
+                    medians[(bench.key, name)] = float(np.median(metric.samples))
+        out.append(medians)
+    return out
+
+
+def _pairs(n: int, rounds: int, limit: int) -> list[tuple[list[int], list[int]]]:
+    """Disjoint groups of `rounds` consecutive runs, each paired with a later group."""
+    groups = [list(range(i, i + rounds)) for i in range(0, n - rounds + 1, rounds)]
+    pairs = [(a, b) for a, b in itertools.combinations(groups, 2)]
+    step = max(1, len(pairs) // limit)
+    return pairs[::step][:limit]
+
+
+def evaluate(
+    runs: list[ResultsDocument],
+    *,
+    rounds: int,
+    history: bool,
+    limit: int,
+    settings: CompareSettings,
+) -> dict[str, float]:
+    keys = [b.key for b in runs[0].benchmarks if "time" in b.metrics]
+    alarms = comparisons = pairs_with_alarm = 0
+    found = {1.10: 0, 1.25: 0}
+    tried = {1.10: 0, 1.25: 0}
+    collateral = 0
+    pairs = _pairs(len(runs), rounds, limit)
+    if history:
+        pairs = [(a, b) for a, b in pairs if a[0] >= 8]
+    for base_ids, head_ids in pairs:
+        base = [runs[i] for i in base_ids]
+        head = [runs[i] for i in head_ids]
+        past = _history(runs[base_ids[0] - 8 : base_ids[0]]) if history else []
+        result = compare_documents(base, head, settings=settings, history=past)
+        flagged = [
+            r
+            for r in result.results
+            if r.metric == "time" and r.verdict in ("regression", "improvement")
+        ]
+        comparisons += sum(1 for r in result.results if r.metric == "time")
+        alarms += len(flagged)
+        pairs_with_alarm += bool(flagged)
+        for factor in found:
+            for key in keys[:: max(1, len(keys) // 5)]:
+                slowed = [_scaled(h, key, factor) for h in head]
+                out = compare_documents(base, slowed, settings=settings, history=past)
+                verdicts = {r.key: r.verdict for r in out.results if r.metric == "time"}
+                tried[factor] += 1
+                found[factor] += verdicts.get(key) == "regression"
+                collateral += sum(
+                    1
+                    for k, v in verdicts.items()
+                    if k != key and v in ("regression", "improvement")
+                )
+    return {
+        "pairs": len(pairs),
+        "false_alarm_rate": alarms / max(comparisons, 1),
+        "pairs_with_any_alarm": pairs_with_alarm / max(len(pairs), 1),
+        "power_10": found[1.10] / max(tried[1.10], 1),
+        "power_25": found[1.25] / max(tried[1.25], 1),
+        "collateral_alarms": collateral,
+    }
+
+
+def run_to_run_spread(runs: list[ResultsDocument]) -> None:
+    """How much each benchmark's median moves between separate runs (for the record)."""
+    print("\nrun-to-run movement of each benchmark's median (separate processes):")
+    keys = [b.key for b in runs[0].benchmarks if "time" in b.metrics]
+    logs = np.array(
+        [
+            [
+                math.log(
+                    np.median(
+                        next(b for b in r.benchmarks if b.key == k).metrics["time"].samples or [1]
+                    )
+                )
+                for k in keys
+            ]
+            for r in runs
+        ]
+    )
+    common = np.median(logs - np.median(logs, axis=0), axis=1)
+    for j, key in enumerate(keys):
+        column = logs[:, j] - np.median(logs[:, j])
+        worst = np.max(np.abs(column))
+        print(f"  {key:45s} sd {np.std(column):6.1%}  worst {math.expm1(worst):+7.1%}")
+    print(f"  {'(common factor of the run)':45s} sd {np.std(common):6.1%}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record")
+    rec.add_argument("--runs", type=int, default=40)
+    rec.add_argument("--max-time", type=float, default=0.5)
+    rec.add_argument("--out", type=Path, default=DATA)
+    ev = sub.add_parser("eval")
+    ev.add_argument("--data", type=Path, default=DATA)
+    ev.add_argument("--pairs", type=int, default=60, help="pairs per setting (at most)")
+    ev.add_argument("--threshold", type=float, default=0.03)
+    args = parser.parse_args()
+    if args.command == "record":
+        record(args.runs, args.max_time, args.out)
+        return
+    paths = sorted(args.data.glob("run-*.json"))
+    runs = [load_document(p, max_bytes=1 << 30) for p in paths]
+    print(f"{len(runs)} runs of {len(runs[0].benchmarks)} benchmarks from {args.data}")
+    run_to_run_spread(runs)
+    settings = CompareSettings(threshold=args.threshold)
+    print(
+        f"\n{'setting':28s} {'pairs':>5s} {'false alarms':>12s} {'pairs w/ alarm':>14s} "
+        f"{'power +10%':>10s} {'power +25%':>10s} {'collateral':>10s}"
+    )
+    table = {}
+    for rounds, history in ((1, False), (3, False), (1, True), (3, True)):
+        began = time.perf_counter()
+        stats = evaluate(runs, rounds=rounds, history=history, limit=args.pairs, settings=settings)
+        label = f"{rounds} round{'s' if rounds > 1 else ''}/side" + (
+            " + history" if history else ""
+        )
+        table[label] = stats
+        print(
+            f"{label:28s} {stats['pairs']:5.0f} {stats['false_alarm_rate']:12.1%} "
+            f"{stats['pairs_with_any_alarm']:14.1%} {stats['power_10']:10.1%} "
+            f"{stats['power_25']:10.1%} {stats['collateral_alarms']:10.0f}"
+            f"   ({time.perf_counter() - began:.0f} s)"
+        )
+    (args.data / "eval.json").write_text(json.dumps(table, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""The harness's own cost: per timed call on a trivial callable, and the fixed cost per instance.
+
+  * per call: perfgate's median for `lambda: None` is the floor it can measure (the loop plus one
+    Python call); compared with a bare `for` loop around the same call and with timeit;
+  * per instance: the wall time of measuring a trivial benchmark end to end (timing with its
+    warm-up, memory, flops, op count, profile), i.e. what each benchmark costs beyond its own work.
+
+Run: .venv/bin/python bench/harness_overhead.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+import timeit
+
+import torch
+
+from perfgate.harness.api import BenchmarkInstance, BenchmarkSpec
+from perfgate.harness.measure import MeasureSettings, measure_instance
+from perfgate.harness.sampling import SamplingConfig, sample
+from perfgate.harness.timing import CpuTimer
+from perfgate.report.progress import NullReporter
+
+
+def noop() -> None:
+    return None
+
+
+def bare_loop_ns(k: int = 1_000_000, repeats: int = 7) -> float:
+    results = []
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        for _ in range(k):
+            noop()
+        results.append((time.perf_counter_ns() - start) / k)
+    return statistics.median(results)
+
+
+def instance_cost(profile: bool, max_time: float) -> float:
+    spec = BenchmarkSpec(name="noop", setup=lambda: noop, params={})
+    instance = BenchmarkInstance(spec=spec, params={}, key="noop")
+    settings = MeasureSettings(max_time=max_time, profile=profile)
+    start = time.perf_counter()
+    result = measure_instance(
+        instance, device=torch.device("cpu"), settings=settings, reporter=NullReporter()
+    )
+    assert result.error is None, result.error
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    print(f"torch={torch.__version__} threads={torch.get_num_threads()}")
+    result = sample(noop, CpuTimer(), SamplingConfig())
+    median_ns = result.median * 1e9
+    spread = statistics.quantiles([s * 1e9 for s in result.samples], n=4)
+    print(
+        f"perfgate per-call median, def noop():      {median_ns:6.1f} ns "
+        f"(IQR {spread[0]:.1f}-{spread[2]:.1f} ns, {len(result.samples)} blocks "
+        f"of {result.calls_per_block} calls)"
+    )
+    lam = sample(lambda: None, CpuTimer(), SamplingConfig())
+    print(f"perfgate per-call median, lambda: None:     {lam.median * 1e9:6.1f} ns")
+    bare = bare_loop_ns()
+    print(f"bare for-loop + call:                       {bare:6.1f} ns")
+    number = 1_000_000
+    best = min(timeit.repeat(noop, number=number, repeat=7)) / number * 1e9
+    print(f"timeit (min of 7 x 1e6):                    {best:6.1f} ns")
+    print(f"harness cost per timed call vs bare loop:   {median_ns - bare:+6.1f} ns")
+    for profile in (False, True):
+        costs = [instance_cost(profile, max_time=0.2) for _ in range(3)]
+        label = "with profile" if profile else "no profile  "
+        print(
+            f"fixed cost per instance, max_time=0.2s, {label}: "
+            f"{statistics.median(costs):.3f} s (timing budget included)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,338 @@
+"""Measure one benchmark instance: setup, timing, throughput, memory, exact counters, profile."""
+
+from __future__ import annotations
+
+import gc
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfgate.harness.api import BenchmarkInstance
+from perfgate.harness.counters import (
+    CompileWatch,
+    count_flops,
+    count_kernel_launches,
+    count_ops,
+    flops_note,
+    uncounted_flop_ops,
+)
+from perfgate.harness.discovery import one_line
+from perfgate.harness.memory import measure_peak_memory
+from perfgate.harness.profiling import active_calls, profile_callable, trace_file_name
+from perfgate.harness.sampling import Progress, SamplingConfig, sample
+from perfgate.harness.timing import make_synchronize, make_timer
+from perfgate.report.progress import InstanceProgress, RunReporter
+
+# Progress updates faster than this only cost time inside the instance's budget.
+_PROGRESS_INTERVAL_S = 0.1
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """Run-wide options for every instance."""
+
+    #: Per-instance budget from the command line; wins over the decorator's `max_time`.
+    max_time: float | None = None
+    profile: bool = True
+    trace_dir: Path | None = None
+
+
+@dataclass
+class InstanceResult:
+    """A results-document benchmark entry plus warnings for the person running it."""
+
+    entry: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def error(self) -> str | None:
+        error: str | None = self.entry.get("error")
+        return error
+
+
+def base_entry(
+    name: str, key: str, params: dict[str, Any], device: str | None, tags: list[str]
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "params": params,
+        "key": key,
+        "device": device,
+        "error": None,
+        "tags": tags,
+        "metrics": {},
+        "profile": None,
+    }
+
+
+def sampling_config(instance: BenchmarkInstance, settings: MeasureSettings) -> SamplingConfig:
+    spec = instance.spec
+    defaults = SamplingConfig()
+    return SamplingConfig(
+        min_samples=spec.min_samples or defaults.min_samples,
+        max_time=settings.max_time or spec.max_time or defaults.max_time,
+        warmup_calls=spec.warmup or 0,
+    )
+
+
+def _exact(unit: str, value: int, note: str | None = None) -> dict[str, Any]:
+    metric: dict[str, Any] = {
+        "unit": unit,
+        "direction": "lower",
+        "value": int(value),
+        "exact": True,
+    }
+    if note:
+        metric["note"] = note
+    return metric
+
+
+class _Throttled:
+    def __init__(self, reporter: RunReporter, key: str, round_index: int) -> None:
+        self._reporter, self._key, self._round = reporter, key, round_index
+        self._last = 0.0
+
+    def __call__(self, progress: Progress) -> None:
+        now = time.monotonic()
+        if now - self._last < _PROGRESS_INTERVAL_S:
+            return
+        self._last = now
+        self._reporter.instance_progress(
+            InstanceProgress(
+                key=self._key,
+                round_index=self._round,
+                samples=progress.samples,
+                median=progress.median,
+                ci_rel=progress.ci_rel,
+                elapsed=progress.elapsed,
+            )
+        )
+
+
+def _refuse_instrumented_timing() -> None:
+    import torch
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    # Timing under a dispatch mode or the profiler measures the instrumentation, not the code.
+    if _get_current_dispatch_mode() is not None:
+        raise RuntimeError("a TorchDispatchMode is active (left on by setup?); timing refused")
+    if torch._C._autograd._profiler_enabled():
+        raise RuntimeError("the torch profiler is active (left on by setup?); timing refused")
+
+
+def measure_instance(
+    instance: BenchmarkInstance,
+    *,
+    device: Any,
+    settings: MeasureSettings,
+    reporter: RunReporter,
+    round_index: int = 1,
+) -> InstanceResult:
+    """Everything DESIGN §3 measures for one instance, in order; failures become an error entry."""
+    import torch
+
+    spec = instance.spec
+    result = InstanceResult(
+        base_entry(spec.name, instance.key, dict(instance.params), str(device), list(spec.tags))
+    )
+    reporter.instance_started(instance.key, round_index=round_index)
+    watch = CompileWatch()
+    watch.start()
+    # The same inputs in every round and every run: data-dependent kernels time alike.
+    torch.manual_seed(0)
+    fn: Callable[[], object] | None = None
+    try:
+        setup_start = time.perf_counter()
+        fn = instance.call_setup(device)
+        setup_s = time.perf_counter() - setup_start
+        if not callable(fn):
+            raise TypeError(f"setup returned {type(fn).__name__}, not a zero-argument callable")
+        watch.after_setup()
+        _refuse_instrumented_timing()
+        timing = sample(
+            fn,
+            make_timer(device),
+            sampling_config(instance, settings),
+            on_progress=_Throttled(reporter, instance.key, round_index),
+            after_first_call=watch.after_first_call,
+        )
+        items = instance.item_count()
+    except Exception as exc:
+        result.entry["error"] = one_line(exc)
+        reporter.instance_error(instance.key, result.entry["error"], round_index=round_index)
+        fn = None
+        _release(device)
+        return result
+
+    metrics = result.entry["metrics"]
+    per_call = timing.median
+    metrics["time"] = {"unit": "s", "direction": "lower", "samples": timing.samples}
+    if items is not None:
+        metrics["throughput"] = {
+            "unit": f"{spec.unit}/s",
+            "direction": "higher",
+            "samples": [items / s for s in timing.samples if s > 0],
+        }
+    compiled = watch.finish(setup_s=setup_s, first_call_s=timing.first_call, per_call_s=per_call)
+    _secondary_passes(
+        fn=fn,
+        instance=instance,
+        device=device,
+        settings=settings,
+        per_call=per_call,
+        result=result,
+        compiled=compiled,
+    )
+    reporter.instance_finished(
+        InstanceProgress(
+            key=instance.key,
+            round_index=round_index,
+            samples=len(timing.samples),
+            median=per_call,
+            ci_rel=_ci_rel(timing.samples),
+            elapsed=timing.elapsed,
+        )
+    )
+    fn = None
+    _release(device)
+    return result
+
+
+def _ci_rel(samples: list[float]) -> float | None:
+    from perfgate.harness.sampling import relative_ci
+
+    return relative_ci(sorted(samples))
+
+
+def _secondary_passes(
+    *,
+    fn: Callable[[], object],
+    instance: BenchmarkInstance,
+    device: Any,
+    settings: MeasureSettings,
+    per_call: float,
+    result: InstanceResult,
+    compiled: Any,
+) -> None:
+    """Memory, exact counters and the profile: each may fail alone without losing the timing."""
+    metrics = result.entry["metrics"]
+    key = instance.key
+    on_device = getattr(device, "type", "cpu") == "cuda"
+    synchronize = make_synchronize(device)
+
+    def attempt(what: str, action: Callable[[], None]) -> None:
+        try:
+            # Warnings raised here come from perfgate's instrumentation (FlopCounterMode's module
+            # hooks warn on torch.compile'd modules); the benchmark's own showed during timing.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                action()
+        except Exception as exc:
+            result.warnings.append(f"{key}: {what} not measured: {one_line(exc)}")
+
+    def memory() -> None:
+        peak = measure_peak_memory(fn, device)
+        if peak.value is None:
+            result.warnings.append(f"{key}: peak_memory not measured: {peak.reason}")
+            return
+        metrics["peak_memory"] = {
+            "unit": "B",
+            "direction": "lower",
+            "value": peak.value,
+            "method": peak.method,
+        }
+
+    op_names: list[str] = []
+
+    def ops() -> None:
+        counted = count_ops(fn)
+        op_names.extend(counted.by_op)
+        metrics["op_count"] = _exact("op", counted.total)
+
+    def flops() -> None:
+        total = count_flops(fn)
+        metrics["flops"] = _exact("flop", total, flops_note(uncounted_flop_ops(op_names)))
+
+    def kernels() -> None:
+        launches, consistent = count_kernel_launches(fn, synchronize)
+        metrics["kernel_launches"] = _exact("kernel", launches)
+        if not consistent:
+            result.warnings.append(f"{key}: kernel launches differ between calls; rounded")
+
+    def profile() -> None:
+        trace = None
+        if settings.trace_dir is not None:
+            trace = settings.trace_dir / trace_file_name(key)
+        profiled = profile_callable(
+            fn,
+            on_device=on_device,
+            synchronize=synchronize,
+            active=active_calls(per_call),
+            trace_path=trace,
+        )
+        result.entry["profile"] = {"ops": profiled.ops, "trace": profiled.trace}
+
+    if compiled is not None:
+        metrics["compile_time"] = {
+            "unit": "s",
+            "direction": "lower",
+            "value": compiled.compile_time,
+        }
+        if compiled.compile_note:
+            metrics["compile_time"]["note"] = compiled.compile_note
+        metrics["graph_breaks"] = _exact("break", compiled.graph_breaks)
+        metrics["recompiles"] = _exact("recompile", compiled.recompiles)
+    attempt("peak_memory", memory)
+    attempt("op_count", ops)
+    attempt("flops", flops)
+    if on_device:
+        attempt("kernel_launches", kernels)
+    if settings.profile:
+        attempt("profile", profile)
+
+
+def _release(device: Any) -> None:
+    gc.collect()
+    if getattr(device, "type", "cpu") == "cuda":
+        import torch
+
+        # Every instance starts from the same allocator state, whatever ran before it.
+        torch.cuda.empty_cache()
+
+
+def run_instances(
+    instances: list[BenchmarkInstance],
+    *,
+    device: Any,
+    settings: MeasureSettings,
+    reporter: RunReporter,
+    round_index: int = 1,
+    on_result: Callable[[BenchmarkInstance, InstanceResult], None] | None = None,
+) -> dict[str, InstanceResult]:
+    """Measure instances one after another in this process; warnings go to the reporter."""
+    results: dict[str, InstanceResult] = {}
+    for instance in instances:
+        result = measure_instance(
+            instance, device=device, settings=settings, reporter=reporter, round_index=round_index
+        )
+        for warning in result.warnings:
+            reporter.warning(warning)
+        results[instance.key] = result
+        if on_result is not None:
+            on_result(instance, result)
+    return results
+
+
+def prepare_torch(device_name: str, threads: int | None) -> Any:
+    """Set threads and the current CUDA device; returns the torch.device to measure on."""
+    import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    device = torch.device(device_name)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    return device

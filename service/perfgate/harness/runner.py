@@ -1,0 +1,196 @@
+"""`run_benchmarks`: discover, measure (rounds in separate processes), build the document."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from perfgate.config import GitHubContext
+from perfgate.errors import UsageError
+from perfgate.harness.discovery import DEFAULT_PATH, ImportFailure, Selection, discover
+from perfgate.harness.gitinfo import resolve_git
+from perfgate.harness.measure import (
+    MeasureSettings,
+    base_entry,
+    prepare_torch,
+    run_instances,
+)
+from perfgate.harness.rounds import merge_rounds, run_round
+from perfgate.report.progress import NullReporter, RunReporter
+from perfgate.results import SCHEMA, ResultsDocument, parse_document
+
+
+def run_benchmarks(
+    *,
+    paths: Sequence[str | Path] = (DEFAULT_PATH,),
+    filter: str | None = None,
+    device: str = "auto",
+    rounds: int = 1,
+    max_time: float | None = None,
+    profile: bool = True,
+    trace_dir: str | Path | None = None,
+    commit: str | None = None,
+    branch: str | None = None,
+    project: str | None = None,
+    pr: int | None = None,
+    base_commit: str | None = None,
+    threads: int | None = None,
+    reporter: RunReporter | None = None,
+    github: GitHubContext | None = None,
+    cwd: Path | None = None,
+) -> ResultsDocument:
+    """Run the benchmarks under `paths` and return the validated results document.
+
+    `rounds` > 1 runs the whole selection that many times, each round in a fresh
+    `python -m perfgate.harness.worker` process, and pools the rounds (DESIGN §4). `github`
+    defaults to `GitHubContext.from_env()`; `cwd` (default: the current directory) anchors
+    relative paths and the local git lookup. Raises UsageError for bad options, a missing commit
+    or an empty selection.
+    """
+    if rounds < 1:
+        raise UsageError(f"--rounds must be at least 1, got {rounds}")
+    if max_time is not None and not max_time > 0:
+        raise UsageError(f"--max-time must be positive seconds, got {max_time}")
+    if threads is not None and threads < 1:
+        raise UsageError(f"threads must be at least 1, got {threads}")
+    reporter = reporter or NullReporter()
+    base = cwd or Path.cwd()
+    git = resolve_git(
+        commit=commit,
+        branch=branch,
+        project=project,
+        pr=pr,
+        base_commit=base_commit,
+        github=github if github is not None else GitHubContext.from_env(),
+        cwd=base,
+    )
+    started_at = _now()
+    device_name = resolve_device(device)
+    torch_device = prepare_torch(device_name, threads)
+    import torch
+
+    threads = int(torch.get_num_threads())
+    selection = discover([_anchor(p, base) for p in paths], filter)
+    _refuse_empty(selection, paths, filter)
+    from perfgate.harness.environment import collect_environment
+
+    environment = collect_environment(torch_device)
+    settings = MeasureSettings(
+        max_time=max_time,
+        profile=profile,
+        trace_dir=_anchor(trace_dir, base) if trace_dir else None,
+    )
+    reporter.run_started(instances=len(selection.instances), rounds=rounds)
+    try:
+        for failure in _failures(selection):
+            # Round 0: found while collecting, before any round.
+            reporter.instance_error(failure.key, failure.message, round_index=0)
+        if rounds == 1:
+            results = run_instances(
+                selection.instances, device=torch_device, settings=settings, reporter=reporter
+            )
+            entries = {key: result.entry for key, result in results.items()}
+        else:
+            per_round = [
+                run_round(
+                    selection.instances,
+                    round_index=r,
+                    device=device_name,
+                    threads=threads,
+                    settings=settings,
+                    profile=profile and r == rounds,
+                    reporter=reporter,
+                    cwd=base,
+                )
+                for r in range(1, rounds + 1)
+            ]
+            entries, warnings = merge_rounds(per_round, [i.key for i in selection.instances])
+            for warning in warnings:
+                reporter.warning(warning)
+    finally:
+        reporter.run_finished()
+
+    benchmarks = []
+    for item in selection.items:
+        if isinstance(item, ImportFailure):
+            entry = base_entry(item.name, item.key, {}, None, [])
+            entry["error"] = item.message
+            benchmarks.append(entry)
+        else:
+            benchmarks.append(entries[item.key])
+    document = {
+        "schema": SCHEMA,
+        "run": {
+            "id": str(uuid.uuid4()),
+            "project": git.project,
+            "commit": git.commit,
+            "branch": git.branch,
+            "pr": git.pr,
+            "base_commit": git.base_commit,
+            "started_at": started_at,
+            "finished_at": _now(),
+            "ci": git.ci,
+        },
+        "environment": environment,
+        "benchmarks": benchmarks,
+    }
+    return parse_document(document, source="perfgate run")
+
+
+def resolve_device(device: str) -> str:
+    """'auto' | 'cpu' | 'cuda' | 'cuda:N' -> a torch device string; UsageError when unusable."""
+    try:
+        import torch
+    except ImportError:
+        raise UsageError("perfgate run needs torch: pip install 'perfgate[torch]'") from None
+    choice = device.strip().lower()
+    if choice == "auto":
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    if choice == "cpu":
+        return "cpu"
+    if choice == "cuda" or choice.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise UsageError(
+                f"--device {device}: CUDA is not available here "
+                f"(torch {torch.__version__}); use --device cpu or auto"
+            )
+        index_text = choice.partition(":")[2] or str(torch.cuda.current_device())
+        if not index_text.isdigit() or int(index_text) >= torch.cuda.device_count():
+            raise UsageError(
+                f"--device {device}: there are {torch.cuda.device_count()} CUDA "
+                "devices (cuda:0 ...)"
+            )
+        return f"cuda:{int(index_text)}"
+    raise UsageError(f"--device {device!r}: expected auto, cpu, cuda or cuda:N")
+
+
+def _anchor(path: str | Path, base: Path) -> Path:
+    candidate = Path(path)
+    return candidate if candidate.is_absolute() else base / candidate
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _failures(selection: Selection) -> list[ImportFailure]:
+    return [item for item in selection.items if isinstance(item, ImportFailure)]
+
+
+def _refuse_empty(selection: Selection, paths: Sequence[str | Path], filter: str | None) -> None:
+    if selection.items:
+        return
+    where = " ".join(str(p) for p in paths)
+    if selection.discovered and filter:
+        raise UsageError(
+            f"-k {filter!r} matches none of the {selection.discovered} benchmarks in {where}"
+        )
+    raise UsageError(
+        f"no benchmarks in {where}: expected files named bench_*.py or *_bench.py "
+        "with @perfgate.benchmark functions"
+    )
+
+
+__all__ = ["resolve_device", "run_benchmarks"]

@@ -1,0 +1,240 @@
+"""run_benchmarks end to end on CPU: the document, error entries, rounds in worker processes."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+pytest.importorskip("torch")
+
+from perfgate.config import GitHubContext
+from perfgate.errors import UsageError
+from perfgate.harness.rounds import merge_rounds
+from perfgate.harness.runner import resolve_device, run_benchmarks
+from perfgate.report.progress import InstanceProgress
+from perfgate.results import parse_document
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+SUITE = """
+import torch, perfgate
+
+@perfgate.benchmark(params={"n": [16, 32]})
+def mm(n, device):
+    a = torch.randn(n, n, device=device)
+    return lambda: a @ a
+
+@perfgate.benchmark(items=lambda batch: batch * 4, unit="tokens", params={"batch": [2]})
+def toks(batch):
+    x = torch.randn(batch, 4, 8)
+    return lambda: x.softmax(-1)
+
+@perfgate.benchmark
+def setup_fails():
+    raise ValueError("bad setup\\nsecond line")
+
+@perfgate.benchmark
+def call_fails():
+    return lambda: 1 / 0
+
+@perfgate.benchmark
+def not_callable():
+    return 3
+"""
+
+
+class Recorder:
+    def __init__(self):
+        self.events = []
+
+    def run_started(self, *, instances, rounds):
+        self.events.append(("run_started", instances, rounds))
+
+    def instance_started(self, key, *, round_index):
+        self.events.append(("started", key, round_index))
+
+    def instance_progress(self, progress):
+        self.events.append(("progress", progress.key))
+
+    def instance_finished(self, progress):
+        assert isinstance(progress, InstanceProgress)
+        self.events.append(("finished", progress.key, progress.round_index))
+
+    def instance_error(self, key, message, *, round_index):
+        self.events.append(("error", key, message, round_index))
+
+    def warning(self, message):
+        self.events.append(("warning", message))
+
+    def run_finished(self):
+        self.events.append(("run_finished",))
+
+
+def _suite(tmp_path, text=SUITE, name="bench_suite.py"):
+    folder = tmp_path / "benchmarks"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(textwrap.dedent(text))
+    return folder
+
+
+def _run(tmp_path, **kwargs):
+    kwargs.setdefault("max_time", 0.05)
+    return run_benchmarks(commit=SHA, github=GitHubContext(), cwd=tmp_path, **kwargs)
+
+
+def test_a_run_produces_a_valid_document_with_all_metrics(tmp_path):
+    _suite(tmp_path)
+    (tmp_path / "benchmarks" / "bench_broken.py").write_text("import no_such_module_here\n")
+    recorder = Recorder()
+    doc = _run(tmp_path, reporter=recorder, trace_dir="traces", project="o/p", pr=5)
+    parse_document(doc.to_json_dict())  # round-trips through the validator
+    by_key = {b.key: b for b in doc.benchmarks}
+    assert list(by_key) == [
+        "bench_broken",
+        "mm[n=16]",
+        "mm[n=32]",
+        "toks[batch=2]",
+        "setup_fails",
+        "call_fails",
+        "not_callable",
+    ]
+    mm = by_key["mm[n=32]"]
+    assert mm.error is None and mm.device == "cpu"
+    assert len(mm.metrics["time"].samples) >= 20
+    assert mm.metrics["flops"].value == 2 * 32**3 and mm.metrics["flops"].exact
+    assert mm.metrics["op_count"].value == 1
+    assert mm.metrics["peak_memory"].method in ("rss_hwm", None)
+    assert any(op.op == "aten::mm" for op in mm.profile.ops)
+    assert mm.profile.trace and (tmp_path / "traces").is_dir()
+    toks = by_key["toks[batch=2]"]
+    assert toks.metrics["throughput"].unit == "tokens/s"
+    time_median = sorted(toks.metrics["time"].samples)[len(toks.metrics["time"].samples) // 2]
+    rate_median = sorted(toks.metrics["throughput"].samples)[len(toks.metrics["time"].samples) // 2]
+    assert rate_median == pytest.approx(8 / time_median, rel=0.2)
+    assert by_key["setup_fails"].error == "ValueError: bad setup"
+    assert by_key["call_fails"].error == "ZeroDivisionError: division by zero"
+    assert by_key["not_callable"].error.startswith("TypeError: setup returned int")
+    assert by_key["bench_broken"].error.startswith("import failed: ModuleNotFoundError")
+    assert (doc.run.commit, doc.run.project, doc.run.pr) == (SHA, "o/p", 5)
+    assert doc.environment.fingerprint
+    names = [e[0] for e in recorder.events]
+    assert names[0] == "run_started" and names[-1] == "run_finished"
+    assert recorder.events[0] == ("run_started", 6, 1)
+    assert ("error", "setup_fails", "ValueError: bad setup", 1) in recorder.events
+    assert ("finished", "mm[n=16]", 1) in recorder.events
+
+
+def test_no_profile_and_filter(tmp_path):
+    _suite(tmp_path)
+    doc = _run(tmp_path, filter="mm and not 32", profile=False)
+    assert [b.key for b in doc.benchmarks] == ["mm[n=16]"]
+    assert doc.benchmarks[0].profile is None
+
+
+def test_an_empty_selection_is_a_usage_error(tmp_path):
+    _suite(tmp_path)
+    with pytest.raises(UsageError, match="matches none"):
+        _run(tmp_path, filter="nothing_like_this")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="no benchmarks"):
+        _run(tmp_path, paths=["empty"])
+
+
+def test_bad_options_are_usage_errors(tmp_path):
+    _suite(tmp_path)
+    with pytest.raises(UsageError, match="--rounds"):
+        _run(tmp_path, rounds=0)
+    with pytest.raises(UsageError, match="--max-time"):
+        _run(tmp_path, max_time=-1)
+    with pytest.raises(UsageError, match="--device"):
+        _run(tmp_path, device="tpu")
+
+
+def test_device_resolution_on_a_cpu_machine():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert resolve_device("auto") == "cpu"
+    assert resolve_device("cpu") == "cpu"
+    for choice in ("cuda", "cuda:1"):
+        with pytest.raises(UsageError, match="CUDA is not available"):
+            resolve_device(choice)
+
+
+CRASHY = """
+import os, torch, perfgate
+
+@perfgate.benchmark
+def before():
+    x = torch.ones(8)
+    return lambda: x + 1
+
+@perfgate.benchmark
+def crashes():
+    os._exit(17)
+
+@perfgate.benchmark
+def after():
+    x = torch.ones(8)
+    return lambda: x * 2
+"""
+
+
+@pytest.mark.slow
+def test_rounds_run_in_worker_processes_and_pool(tmp_path):
+    _suite(tmp_path, CRASHY)
+    recorder = Recorder()
+    doc = _run(tmp_path, rounds=2, max_time=0.03, reporter=recorder)
+    by_key = {b.key: b for b in doc.benchmarks}
+    assert list(by_key) == ["before", "crashes", "after"]
+    for key in ("before", "after"):
+        time = by_key[key].metrics["time"]
+        assert len(time.rounds) == 2
+        assert sum(time.rounds) == len(time.samples)
+        assert by_key[key].error is None
+        assert by_key[key].metrics["op_count"].value == 1
+    # Profiling happens in the last round only, and still comes back.
+    assert by_key["after"].profile is not None
+    # The crash takes down only its own instance; a fresh worker runs the rest.
+    assert by_key["crashes"].error.startswith("round 1/2: worker crashed while running it")
+    assert "exit code 17" in by_key["crashes"].error
+    assert ("started", "after", 2) in recorder.events
+    assert ("finished", "after", 2) in recorder.events
+    parse_document(doc.to_json_dict())
+
+
+def _entry(samples, flops, error=None):
+    return {
+        "name": "b",
+        "params": {},
+        "key": "b",
+        "device": "cpu",
+        "error": error,
+        "tags": [],
+        "metrics": {
+            "time": {"unit": "s", "direction": "lower", "samples": samples},
+            "flops": {"unit": "flop", "direction": "lower", "value": flops, "exact": True},
+        },
+        "profile": {"ops": [], "trace": None},
+    }
+
+
+def test_merge_rounds_concatenates_and_warns_on_exact_mismatch():
+    merged, warnings = merge_rounds(
+        [{"b": _entry([1.0, 2.0], 10)}, {"b": _entry([3.0], 10)}, {"b": _entry([4.0, 5.0], 11)}],
+        ["b"],
+    )
+    time = merged["b"]["metrics"]["time"]
+    assert time["samples"] == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert time["rounds"] == [2, 1, 2]
+    assert merged["b"]["metrics"]["flops"]["value"] == 10
+    assert len(warnings) == 1 and "flops" in warnings[0] and "round 3" in warnings[0]
+
+
+def test_merge_rounds_keeps_working_rounds_of_a_flaky_instance():
+    failed = {**_entry([], 10, error="RuntimeError: flaky"), "metrics": {}}
+    merged, _ = merge_rounds([{"b": _entry([1.0], 10)}, {"b": failed}], ["b"])
+    assert merged["b"]["error"] == "round 2/2: RuntimeError: flaky"
+    assert merged["b"]["metrics"]["time"]["rounds"] == [1]
