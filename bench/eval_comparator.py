@@ -39,7 +39,7 @@ DATA = ROOT / "bench" / "data" / "comparator"
 COMMIT = "e" * 40
 
 
-def record(runs: int, max_time: float, out: Path) -> None:
+def record(runs: int, max_time: float, threads: int, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     start = len(list(out.glob("run-*.json")))
     for i in range(start, start + runs):
@@ -189,6 +189,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record")
     rec.add_argument("--runs", type=int, default=40)
+    rec.add_argument("--threads", type=int, default=1)
     rec.add_argument("--max-time", type=float, default=0.5)
     rec.add_argument("--out", type=Path, default=DATA)
     ev = sub.add_parser("eval")
@@ -197,7 +198,7 @@ def main() -> None:
     ev.add_argument("--threshold", type=float, default=0.03)
     args = parser.parse_args()
     if args.command == "record":
-        record(args.runs, args.max_time, args.out)
+        record(args.runs, args.max_time, args.threads, args.out)
         return
     paths = sorted(args.data.glob("run-*.json"))
     runs = [load_document(p, max_bytes=1 << 30) for p in paths]

@@ -7,7 +7,8 @@ CLI, the service and the docs agree. Everything else receives a `Settings` (or p
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from perfgate.errors import UsageError
@@ -103,6 +104,21 @@ class GitHubContext:
                 )
             },
         )
+
+
+@contextmanager
+def environment_set(**values: str) -> Iterator[None]:
+    """Set environment variables for the duration of a block (benchmark code reads them)."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, old in saved.items():
+            if old is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = old
 
 
 def running_in_ci(environ: Mapping[str, str] | None = None) -> bool:

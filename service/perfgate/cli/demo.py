@@ -1,41 +1,141 @@
-"""`perfgate demo`: the pipeline end to end on the embedded store."""
+"""`perfgate demo`: the whole pipeline on the embedded store, with a planted regression to find."""
 
 from __future__ import annotations
 
+import hashlib
+import sys
 from pathlib import Path
 
 import click
 
 from perfgate.cli.options import db_option
 from perfgate.cli.upload import describe
-from perfgate.results import dump_document, parse_document
-from perfgate.store import repository
-from perfgate.store.connect import open_store
-from perfgate.store.engine import mask_url
-from perfgate.store.uploads import store_document
-from perfgate.synthetic import synthetic_document
+from perfgate.config import environment_set, running_in_ci
+from perfgate.errors import UsageError
+
+PROJECT = "perfgate/demo"
+# The examples read this to plant an extra copy in one benchmark (see examples/benchmarks).
+SLOWDOWN_VARIABLE = "PERFGATE_DEMO_SLOWDOWN"
+
+
+def _commit(label: str) -> str:
+    return hashlib.sha1(f"perfgate-demo-{label}".encode()).hexdigest()
 
 
 @click.command("demo")
 @db_option
 @click.option(
+    "--benchmarks",
+    type=click.Path(exists=False, path_type=Path),
+    default=Path("examples/benchmarks"),
+    show_default=True,
+    help="Benchmarks to run (the repository's examples).",
+)
+@click.option("-k", "--filter", "filter_expr", metavar="EXPR", help="Run only matching instances.")
+@click.option(
+    "--max-time",
+    type=click.FloatRange(min=0, min_open=True),
+    default=0.5,
+    show_default=True,
+    metavar="S",
+    help="Timing budget per benchmark instance.",
+)
+@click.option(
+    "--rounds",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Rounds (separate processes) per side.",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="torch intra-op threads (1 keeps timings steady on a shared machine).",
+)
+@click.option(
     "--out-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path(".perfgate/demo"),
     show_default=True,
-    help="Where the demo's results documents are written.",
+    help="Where the results documents, the comparison JSON and the markdown go.",
 )
-def command(db_url: str, out_dir: Path) -> None:
-    """Store a results document in the embedded store and show what was stored.
+def command(
+    *,
+    db_url: str,
+    benchmarks: Path,
+    filter_expr: str | None,
+    max_time: float,
+    rounds: int,
+    threads: int,
+    out_dir: Path,
+) -> None:
+    """Run the examples as a "main" commit, then as a "PR" that plants a slowdown, and compare.
 
-    Uses a synthetic document shaped like a real run (200 benchmark instances).
+    Both runs go into the embedded store (or --db); the comparison is printed as the terminal
+    table and as the pull-request comment perfgate would post.
     """
-    document = parse_document(synthetic_document(benchmarks=200, samples=40, seed=1))
-    path = dump_document(document, out_dir / f"{document.run.commit}.json")
-    click.echo(f"wrote {path}")
+    if not benchmarks.exists():
+        raise UsageError(
+            f"--benchmarks: {benchmarks} does not exist; run the demo from the perfgate "
+            "repository or point --benchmarks at a folder of bench_*.py files"
+        )
+    from rich.console import Console
+
+    from perfgate.harness.runner import run_benchmarks
+    from perfgate.report.markdown import render_markdown
+    from perfgate.report.progress import make_reporter
+    from perfgate.report.terminal import render_terminal
+    from perfgate.results import dump_document
+    from perfgate.stats.compare import CompareSettings
+    from perfgate.store import comparisons
+    from perfgate.store.connect import open_store
+    from perfgate.store.uploads import store_document
+
+    interactive = sys.stderr.isatty() and not running_in_ci()
+    main_commit, pr_commit = _commit("main"), _commit("pr")
     with open_store(db_url) as store:
-        outcome = store_document(store.sessions, document)
-        click.echo(f"{mask_url(store.engine.url)}: {describe(outcome)}")
-        with store.sessions() as session:
-            counts = repository.count_rows(session)
-    click.echo("rows in the store: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        documents = []
+        for label, commit, branch, slowdown in (
+            ("main", main_commit, "main", "0"),
+            ("PR with a planted slowdown", pr_commit, "demo-pr", "1"),
+        ):
+            click.echo(f"\n== running the examples as {label} ({commit[:7]})", err=True)
+            with environment_set(**{SLOWDOWN_VARIABLE: slowdown}):
+                document = run_benchmarks(
+                    paths=(benchmarks,),
+                    filter=filter_expr,
+                    device="cpu",
+                    rounds=rounds,
+                    max_time=max_time,
+                    commit=commit,
+                    branch=branch,
+                    project=PROJECT,
+                    pr=1 if branch != "main" else None,
+                    base_commit=main_commit if branch != "main" else None,
+                    reporter=make_reporter(interactive=interactive, stream=sys.stderr),
+                )
+            path = dump_document(document, out_dir / f"{branch}.json")
+            outcome = store_document(store.sessions, document)
+            click.echo(f"wrote {path}; {describe(outcome)}", err=True)
+            documents.append(document)
+
+        base = comparisons.Side(documents=[documents[0]], label="main")
+        head = comparisons.Side(documents=[documents[1]])
+        history = comparisons.history_for(store.sessions, base=base)
+        comparison = comparisons.compare_sides(
+            base, head, settings=CompareSettings(), history=history
+        )
+
+    import json
+
+    from perfgate.report.comparison_json import comparison_to_json
+
+    (out_dir / "comparison.json").write_text(json.dumps(comparison_to_json(comparison), indent=1))
+    markdown = render_markdown(comparison)
+    (out_dir / "comment.md").write_text(markdown)
+    click.echo("\n== perfgate compare main demo-pr\n")
+    render_terminal(comparison, Console(width=max(Console().width, 120)))
+    click.echo("\n== the pull-request comment (also in " + str(out_dir / "comment.md") + ")\n")
+    click.echo(markdown)

@@ -43,6 +43,13 @@ from perfgate.results import ResultsDocument, dump_document
     metavar="S",
     help="Timing budget per benchmark instance, in seconds.",
 )
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    envvar="PERFGATE_THREADS",
+    show_envvar=True,
+    help="torch intra-op threads [default: torch's]; 1 keeps CPU timings steady on shared runners.",
+)
 @click.option("--no-profile", is_flag=True, help="Skip the torch.profiler pass.")
 @click.option(
     "--trace-dir",
@@ -65,6 +72,7 @@ def command(
     device: str,
     rounds: int,
     max_time: float | None,
+    threads: int | None,
     no_profile: bool,
     trace_dir: Path | None,
     out: Path | None,
@@ -96,6 +104,7 @@ def command(
         device=device,
         rounds=rounds,
         max_time=max_time,
+        threads=threads,
         profile=not no_profile,
         trace_dir=trace_dir,
         commit=commit,
