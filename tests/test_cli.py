@@ -215,15 +215,30 @@ def test_demo_finds_the_planted_regression(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     url = f"sqlite:///{tmp_path}/demo.db"
     examples = Path(__file__).resolve().parents[1] / "examples" / "benchmarks"
-    result = invoke("demo", "--db", url, "--out-dir", str(tmp_path / "out"), "--benchmarks",
-                    str(examples), "-k", "layer_norm or softmax or tiny_ops", "--max-time", "0.2")
+    result = invoke(
+        "demo",
+        "--db",
+        url,
+        "--out-dir",
+        str(tmp_path / "out"),
+        "--benchmarks",
+        str(examples),
+        "-k",
+        "layer_norm or softmax or tiny_ops",
+        "--max-time",
+        "0.2",
+    )
     assert result.exit_code == 0, result.output
     comparison = json.loads((tmp_path / "out" / "comparison.json").read_text())
-    flagged = {(r["key"], r["metric"]) for r in comparison["results"]
-               if r["verdict"] == "regression" and r["metric"] == "time"}
+    flagged = {
+        (r["key"], r["metric"])
+        for r in comparison["results"]
+        if r["verdict"] == "regression" and r["metric"] == "time"
+    }
     assert flagged == {("layer_norm[hidden=768,tokens=512]", "time")}
-    regression = next(r for r in comparison["results"]
-                      if r["verdict"] == "regression" and r["metric"] == "time")
+    regression = next(
+        r for r in comparison["results"] if r["verdict"] == "regression" and r["metric"] == "time"
+    )
     assert "aten::copy_" in [op["op"] for op in regression["attribution"]]
     assert "### ⚠️" in result.stdout and "aten::copy_" in result.stdout
     assert counts(url)["runs"] == 2
