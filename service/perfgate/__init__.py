@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "benchmark"]
+__all__ = ["__version__", "benchmark", "detect_change_points"]
 
 if TYPE_CHECKING:
     from perfgate.harness.api import benchmark
+    from perfgate.stats.changepoints import detect_change_points
 
 
 def __getattr__(name: str) -> Any:
@@ -22,4 +23,8 @@ def __getattr__(name: str) -> Any:
         from perfgate.harness.api import benchmark
 
         return benchmark
+    if name == "detect_change_points":
+        from perfgate.stats.changepoints import detect_change_points
+
+        return detect_change_points
     raise AttributeError(f"module 'perfgate' has no attribute {name!r}")
