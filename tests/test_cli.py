@@ -230,15 +230,11 @@ def test_demo_finds_the_planted_regression(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     comparison = json.loads((tmp_path / "out" / "comparison.json").read_text())
-    flagged = {
-        (r["key"], r["metric"])
-        for r in comparison["results"]
-        if r["verdict"] == "regression" and r["metric"] == "time"
-    }
-    assert flagged == {("layer_norm[hidden=768,tokens=512]", "time")}
-    regression = next(
-        r for r in comparison["results"] if r["verdict"] == "regression" and r["metric"] == "time"
-    )
-    assert "aten::copy_" in [op["op"] for op in regression["attribution"]]
+    regressions = [r for r in comparison["results"] if r["verdict"] == "regression"]
+    planted = [r for r in regressions if r["key"] == "layer_norm[hidden=768,tokens=512]"]
+    # The extra copy is an exact fact (one more aten op per call), whatever the noise.
+    assert {r["metric"] for r in planted} >= {"op_count"}
+    assert all(r["key"] == planted[0]["key"] for r in regressions if r["exact"])
+    assert all("aten::copy_" in [op["op"] for op in r["attribution"]] for r in planted)
     assert "### ⚠️" in result.stdout and "aten::copy_" in result.stdout
     assert counts(url)["runs"] == 2

@@ -97,12 +97,9 @@ def test_attribution_prefers_device_time() -> None:
     assert attribute(base, head)[0].delta_us == 20.0
 
 
-def test_common_factor_applies_only_to_drift() -> None:
-    drift = common_factor([0.01, 0.012, 0.008, 0.011, 0.3], drift_limit=math.log1p(0.03))
-    assert drift.applied and drift.log_ratio == pytest.approx(0.011)
-    everything = common_factor([0.1] * 6, drift_limit=math.log1p(0.03))
-    assert not everything.applied
-    assert not common_factor([0.01] * 3, drift_limit=0.03).applied  # too few to tell
+def test_common_factor_is_the_median_log_ratio() -> None:
+    assert common_factor([0.01, 0.012, 0.008, 0.011, 0.3]) == pytest.approx(0.011)
+    assert common_factor([0.01] * 3) == 0.0  # too few benchmarks to tell
 
 
 def test_history_noise_removes_run_factor_and_flags_excursions() -> None:
@@ -114,11 +111,13 @@ def test_history_noise_removes_run_factor_and_flags_excursions() -> None:
         if i == 7:
             run[("b3", "time")] *= 2.0
         runs.append(run)
-    floors = history_noise(runs)
+    history = history_noise(runs)
+    floors = history.floors
     assert floors[("b0", "time")].sigma < 0.02
     assert floors[("b3", "time")].excursion == pytest.approx(math.log(2), abs=0.05)
     assert floors[("b0", "time")].excursion is None
-    assert history_noise(runs[:4]) == {}
+    assert history.common_sigma is not None and history.common_sigma > 0.02
+    assert history_noise(runs[:4]).floors == {}
 
 
 def test_mad_sigma_of_normal() -> None:
@@ -132,16 +131,33 @@ def _docs(seed: int, slowdown: dict[str, float] | None = None, **kw: Any) -> Any
     )
 
 
-def test_planted_regression_is_found_and_attributed() -> None:
+def _rounds(seed: int, slowdown: dict[str, float] | None = None) -> list[Any]:
+    """Three separate runs of one commit: the comparator pools them as rounds."""
+    return [_docs(seed * 10 + i, slowdown) for i in range(3)]
+
+
+def test_one_round_needs_a_large_change() -> None:
     base = _docs(1)
     key = base.benchmarks[4].key
-    comparison = compare_documents([base], [_docs(2, {key: 1.25})])
+    modest = compare_documents([base], [_docs(2, {key: 1.25})])
+    assert modest.summary()["regression"] == 0  # one process a side: +25% could be noise
+    large = compare_documents([base], [_docs(2, {key: 2.5})])
+    found = [r for r in large.results if r.verdict == "regression"]
+    assert [(r.key, r.metric) for r in found] == [(key, "time")]
+    assert found[0].noise is not None and "default run-to-run noise" in found[0].noise
+
+
+def test_three_rounds_find_a_25_percent_regression() -> None:
+    base = _rounds(1)
+    key = base[0].benchmarks[4].key
+    comparison = compare_documents(base, _rounds(2, {key: 1.25}))
     found = [r for r in comparison.results if r.verdict == "regression"]
     assert [(r.key, r.metric) for r in found] == [(key, "time")]
     assert found[0].ratio == pytest.approx(1.25, rel=0.03)
     assert found[0].ci is not None and found[0].ci[0] > 1.03
     assert found[0].q_value is not None and found[0].q_value < 0.05
-    assert comparison.summary()["regression"] == 1
+    assert found[0].noise is not None and found[0].noise.startswith("round-to-round")
+    assert found[0].base is not None and found[0].base.rounds == 3
 
 
 def test_identical_code_raises_no_alarm() -> None:
@@ -150,24 +166,29 @@ def test_identical_code_raises_no_alarm() -> None:
     assert comparison.summary()["improvement"] == 0
 
 
-def test_global_slowdown_is_reported_not_divided_out() -> None:
-    base = _docs(1)
-    everything = {b.key: 1.3 for b in base.benchmarks}
-    comparison = compare_documents([base], [_docs(2, everything)])
-    assert comparison.summary()["regression"] == 30
-    assert any("moved together by +29" in w and "beyond the 3.0%" in w for w in comparison.warnings)
+def test_global_slowdown_is_a_finding_of_its_own() -> None:
+    base = _rounds(1)
+    everything = {b.key: 1.3 for b in base[0].benchmarks}
+    comparison = compare_documents(base, _rounds(2, everything))
+    common = comparison.common_factor
+    assert common is not None and common.verdict == "regression"
+    assert common.ratio == pytest.approx(1.3, rel=0.02)
+    assert comparison.has_regression()
+    assert comparison.summary()["regression"] == 0  # each benchmark, relative to the shift
+    assert any("slower together" in w for w in comparison.warnings)
 
 
-def test_small_drift_is_taken_out_and_said() -> None:
-    base = _docs(1)
-    drift = {b.key: 1.02 for b in base.benchmarks}
-    key = base.benchmarks[0].key
-    drift[key] = 1.02 * 1.25
-    comparison = compare_documents([base], [_docs(2, drift)])
+def test_shared_drift_is_taken_out() -> None:
+    base = _rounds(1)
+    drift = {b.key: 1.04 for b in base[0].benchmarks}
+    key = base[0].benchmarks[0].key
+    drift[key] = 1.04 * 1.25
+    comparison = compare_documents(base, _rounds(2, drift))
     regression = [r for r in comparison.results if r.verdict == "regression"]
     assert [r.key for r in regression] == [key]
     assert regression[0].ratio == pytest.approx(1.25, rel=0.03)
-    assert any("judged relative to it" in w for w in comparison.warnings)
+    assert comparison.common_factor is not None
+    assert comparison.common_factor.ratio == pytest.approx(1.04, rel=0.01)
 
 
 def test_exact_metrics_missing_new_and_errors() -> None:

@@ -32,7 +32,7 @@ def _pair(seed: int = 1, **kw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         seed=seed + 1,
         commit="b" * 40,
         branch="feature",
-        slowdown={SLOW_KEY: 1.3},
+        slowdown={SLOW_KEY: 2.5},
         **kw,
     )
     head["benchmarks"][1]["profile"]["ops"].append(

@@ -78,7 +78,7 @@ def command(
         max_bytes=parse_byte_size(max_size, source="--max-size"),
     )
     emit(comparison, fmt=fmt, out=out)
-    if fail_on_regression and comparison.regressions():
+    if fail_on_regression and comparison.has_regression():
         sys.exit(EXIT_REGRESSION)
 
 

@@ -35,7 +35,7 @@ def _commit(label: str) -> str:
 @click.option(
     "--max-time",
     type=click.FloatRange(min=0, min_open=True),
-    default=0.5,
+    default=0.3,
     show_default=True,
     metavar="S",
     help="Timing budget per benchmark instance.",
@@ -45,7 +45,7 @@ def _commit(label: str) -> str:
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Rounds (separate processes) per side.",
+    help="Rounds (separate processes) per side: what lets perfgate see run-to-run noise.",
 )
 @click.option(
     "--threads",

@@ -8,6 +8,7 @@ from perfgate.errors import DocumentError
 from perfgate.stats.model import (
     COMPARISON_SCHEMA,
     VERDICTS,
+    CommonFinding,
     Comparison,
     MetricResult,
     OpDelta,
@@ -72,9 +73,35 @@ def comparison_to_json(comparison: Comparison) -> dict[str, Any]:
         "settings": {"alpha": comparison.alpha, "threshold": comparison.threshold},
         "warnings": list(comparison.warnings),
         "summary": comparison.summary(),
-        "common_factor": comparison.common_factor,
+        "common_factor": _common(comparison.common_factor),
         "results": [result_to_json(r) for r in comparison.results],
     }
+
+
+def _common(finding: CommonFinding | None) -> dict[str, Any] | None:
+    if finding is None:
+        return None
+    return {
+        "ratio": finding.ratio,
+        "ci": list(finding.ci),
+        "benchmarks": finding.benchmarks,
+        "verdict": finding.verdict,
+        "reason": finding.reason,
+        "noise": finding.noise,
+    }
+
+
+def _common_from(data: dict[str, Any] | None) -> CommonFinding | None:
+    if data is None:
+        return None
+    return CommonFinding(
+        ratio=float(data["ratio"]),
+        ci=(float(data["ci"][0]), float(data["ci"][1])),
+        benchmarks=int(data["benchmarks"]),
+        verdict=data["verdict"],
+        reason=str(data["reason"]),
+        noise=str(data["noise"]),
+    )
 
 
 def comparison_from_json(data: Any, *, source: str = "") -> Comparison:
@@ -90,7 +117,7 @@ def comparison_from_json(data: Any, *, source: str = "") -> Comparison:
             threshold=float(data["settings"]["threshold"]),
             warnings=[str(w) for w in data.get("warnings", [])],
             results=results,
-            common_factor=data.get("common_factor"),
+            common_factor=_common_from(data.get("common_factor")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise DocumentError(

@@ -25,8 +25,14 @@ ICONS = {
 
 
 def summary_phrase(comparison: Comparison) -> str:
-    """`2 regressions, 1 improvement, 31 unchanged` (verdicts with a zero count are left out)."""
+    """`2 regressions, 1 improvement, 31 unchanged` (verdicts with a zero count are left out).
+
+    A suite-wide shift that is a finding of its own comes first: "all 13 benchmarks +21% together".
+    """
     parts = []
+    common = comparison.common_factor
+    if common is not None and common.verdict in ("regression", "improvement"):
+        parts.append(f"all {common.benchmarks} benchmarks {common.ratio - 1:+.1%} together")
     for verdict, count in comparison.summary().items():
         if count:
             singular, plural = _NOUNS[verdict]
@@ -36,7 +42,7 @@ def summary_phrase(comparison: Comparison) -> str:
 
 def headline_icon(comparison: Comparison) -> str:
     summary = comparison.summary()
-    if summary["regression"]:
+    if comparison.has_regression():
         return "⚠️"
     if summary["error"]:
         return "❌"

@@ -125,6 +125,7 @@ def estimate_sampled(
     *,
     direction: str,
     between_sigma: float,
+    between_df: float,
     common_log: float,
     settings: CompareSettings,
     rng: np.random.Generator,
@@ -132,10 +133,10 @@ def estimate_sampled(
     """Ratio of medians with a CI that carries both within-run and between-run uncertainty.
 
     The bootstrap resamples each side's samples (within-run uncertainty of the medians); each
-    replicate also draws a run-to-run deviation with spread `between_sigma` per round, because
-    the medians of two separate processes differ by more than their samples suggest. The
-    common factor (`common_log`, oriented like the ratio; 0 when not applied) is taken out of
-    both the ratio and the rank test.
+    replicate also draws a run-to-run deviation (Student-t with `between_df` degrees of freedom,
+    scale `between_sigma` per round), because the medians of two separate processes differ by
+    more than their samples suggest. The common factor (`common_log`, in the time orientation)
+    is taken out of both the ratio and the rank test.
     """
     base = np.concatenate(base_rounds)
     head = np.concatenate(head_rounds)
@@ -147,7 +148,9 @@ def estimate_sampled(
     raw = np.log(np.maximum(head_boot, 1e-300)) - np.log(np.maximum(base_boot, 1e-300))
     oriented = raw if direction == "lower" else -raw
     spread = between_sigma * math.sqrt(1.0 / len(base_rounds) + 1.0 / len(head_rounds))
-    draws = oriented + rng.normal(0.0, spread, size=oriented.size)
+    # Student-t, not normal: process-to-process deviations have heavy tails (bimodal processes,
+    # a disturbed neighbour), and few rounds pin their spread down only loosely.
+    draws = oriented + spread * rng.standard_t(max(between_df, 1.0), size=oriented.size)
     ci_low, ci_high = np.quantile(draws, [0.025, 0.975])
     point = orient(math.log(float(np.median(head_adjusted)) / float(np.median(base))), direction)
 

@@ -24,7 +24,15 @@ from perfgate.stats.compare import (
     decide_single_value,
     estimate_sampled,
 )
-from perfgate.stats.model import Comparison, MetricResult, SideInfo, SideSummary, Verdict
+from perfgate.stats.model import (
+    CommonFinding,
+    Comparison,
+    MetricResult,
+    OpDelta,
+    SideInfo,
+    SideSummary,
+    Verdict,
+)
 from perfgate.stats.noise import MetricKey, NoiseFloor
 
 DETERMINISTIC_METHODS = {"cuda_allocator"}
@@ -108,10 +116,13 @@ def _noise_floors(
     head: Mapping[str, _Bench],
     keys: Sequence[str],
     adjusted: Mapping[str, float],
-    history: Sequence[Mapping[MetricKey, float]],
+    history: noise.History,
 ) -> dict[str, NoiseFloor]:
-    """One noise floor per benchmark key (its time metric's), from the best evidence at hand."""
-    from_history = noise.history_noise(history)
+    """One noise floor per benchmark key (its time metric's), from the best evidence at hand.
+
+    History beats rounds, rounds beat the spread across benchmarks of this one pair, and that
+    beats the prior; a benchmark without its own figure gets the pooled one.
+    """
     rounds_b = min((len(base[k].metrics["time"].rounds) for k in keys), default=1)
     rounds_h = min((len(head[k].metrics["time"].rounds) for k in keys), default=1)
     floors: dict[str, NoiseFloor] = {}
@@ -130,24 +141,77 @@ def _noise_floors(
             found = noise.rounds_sigma(sides)
             if found is not None:
                 estimates[key] = found
-        pooled = (
-            float(np.median([s for s, _ in estimates.values()])) if estimates else noise.PRIOR_SIGMA
-        )
-        pooled = max(pooled, noise.PRIOR_SIGMA / 2)
+        pooled = float(np.median([s for s, _ in estimates.values()])) if estimates else 0.0
+        pooled = max(pooled, noise.PRIOR_SIGMA)
         for key, (sigma, df) in estimates.items():
-            floors[key] = NoiseFloor(sigma=noise.shrink(sigma, df, prior=pooled), source="rounds")
+            floors[key] = NoiseFloor(
+                sigma=noise.shrink(sigma, df, prior=pooled),
+                source="rounds",
+                df=min(df + noise.PRIOR_DF, noise.ROUNDS_TAIL_DF),
+            )
     else:
-        cross = noise.cross_section_sigma(list(adjusted.values()), rounds_b=1, rounds_h=1)
-        if cross is not None and cross > noise.PRIOR_SIGMA:
-            for key in keys:
-                floors[key] = NoiseFloor(sigma=cross, source="cross-section")
+        cross = noise.cross_section_sigma(list(adjusted.values()), rounds_b=1, rounds_h=1) or 0.0
+        sigma = max(cross, noise.PRIOR_SIGMA_SINGLE)
+        source = "cross-section" if cross > noise.PRIOR_SIGMA_SINGLE else "prior"
+        for key in keys:
+            floors[key] = NoiseFloor(sigma=sigma, source=source)
 
     for key in keys:
-        hist = from_history.get((key, "time"))
+        hist = history.floors.get((key, "time"))
         if hist is not None:
             floors[key] = hist
-        floors.setdefault(key, NoiseFloor(sigma=noise.PRIOR_SIGMA, source="prior"))
     return floors
+
+
+def _common_finding(
+    log_ratio: float,
+    benchmarks: int,
+    *,
+    rounds_b: int,
+    rounds_h: int,
+    history: noise.History,
+    settings: CompareSettings,
+    rng: np.random.Generator,
+) -> CommonFinding:
+    """The common factor as a finding of its own, judged against how much whole runs move."""
+    if history.common_sigma is not None:
+        sigma, df, source = history.common_sigma, float(history.runs - 1), "history"
+    else:
+        sigma, df, source = noise.PRIOR_COMMON_SIGMA, noise.PRIOR_TAIL_DF, "prior"
+    spread = max(sigma, 1e-4) * math.sqrt(1.0 / rounds_b + 1.0 / rounds_h)
+    draws = log_ratio + spread * rng.standard_t(df, size=settings.resamples)
+    low, high = (math.exp(v) for v in np.quantile(draws, [0.025, 0.975]))
+    ratio = math.exp(log_ratio)
+    threshold = settings.threshold
+    change = f"{ratio - 1:+.1%} (95% CI {low - 1:+.1%} to {high - 1:+.1%})"
+    verdict: Verdict
+    if low > 1 + threshold:
+        verdict, reason = "regression", f"all {benchmarks} benchmarks slower together: {change}"
+    elif high < 1 - threshold:
+        verdict, reason = "improvement", f"all {benchmarks} benchmarks faster together: {change}"
+    elif low >= 1 - threshold and high <= 1 + threshold:
+        verdict, reason = "unchanged", f"the runs' overall speed agrees: {change}"
+    else:
+        verdict, reason = (
+            "inconclusive",
+            (
+                f"all {benchmarks} benchmarks moved together by {change}, within what whole runs "
+                "move by on this machine"
+            ),
+        )
+    described = (
+        f"history of {history.runs} base runs (whole runs move ±{math.expm1(sigma):.1%})"
+        if source == "history"
+        else f"default run-to-run speed noise (±{math.expm1(sigma):.1%})"
+    )
+    return CommonFinding(
+        ratio=ratio,
+        ci=(low, high),
+        benchmarks=benchmarks,
+        verdict=verdict,
+        reason=reason,
+        noise=described,
+    )
 
 
 def compare_documents(
@@ -181,11 +245,26 @@ def compare_documents(
         k: _median_log(head[k].metrics["time"].rounds) - _median_log(base[k].metrics["time"].rounds)
         for k in timed
     }
-    common = noise.common_factor(list(raw.values()), drift_limit=math.log1p(settings.threshold))
-    common_log = common.log_ratio if common.applied else 0.0
+    past = noise.history_noise(history)
+    common_log = noise.common_factor(list(raw.values()))
     adjusted = {k: v - common_log for k, v in raw.items()}
-    floors = _noise_floors(base, head, timed, adjusted, history)
-    notes += _common_factor_warnings(common, settings.threshold)
+    floors = _noise_floors(base, head, timed, adjusted, past)
+    common = None
+    if len(raw) >= noise.MIN_BENCHMARKS_FOR_COMMON:
+        common = _common_finding(
+            common_log,
+            len(raw),
+            rounds_b=min(len(base[k].metrics["time"].rounds) for k in timed),
+            rounds_h=min(len(head[k].metrics["time"].rounds) for k in timed),
+            history=past,
+            settings=settings,
+            rng=rng,
+        )
+        if common.verdict != "unchanged" and abs(common_log) >= 0.01:
+            notes.append(
+                f"{common.verdict} across the suite: {common.reason}; each benchmark is judged "
+                "relative to that shared movement"
+            )
 
     results: list[MetricResult] = []
     pending: list[tuple[int, SampledEstimate, float, NoiseFloor]] = []
@@ -218,12 +297,15 @@ def compare_documents(
                 reason = "only in base" if hm is None else "only in head"
                 results.append(_plain(header, bm, hm, verdict, reason))
             elif bm.rounds and hm.rounds:
-                floor = floors.get(key) or NoiseFloor(sigma=noise.PRIOR_SIGMA, source="prior")
+                floor = floors.get(key) or NoiseFloor(
+                    sigma=noise.PRIOR_SIGMA_SINGLE, source="prior"
+                )
                 estimate = estimate_sampled(
                     bm.rounds,
                     hm.rounds,
                     direction=bm.direction,
                     between_sigma=floor.sigma,
+                    between_df=floor.df,
                     common_log=common_log,
                     settings=settings,
                     rng=rng,
@@ -231,7 +313,10 @@ def compare_documents(
                 pending.append((len(results), estimate, _threshold(floor, settings), floor))
                 results.append(_plain(header, bm, hm, "inconclusive", ""))
             else:
-                results.append(_valued(header, bm, hm, settings.threshold))
+                valued = _valued(header, bm, hm, settings.threshold)
+                if valued.verdict == "regression":
+                    valued = replace(valued, attribution=_attribution(b, h))
+                results.append(valued)
 
     if pending:
         q_values = scipy_stats.false_discovery_control([e.p_value for _, e, _, _ in pending])
@@ -241,9 +326,7 @@ def compare_documents(
             )
             prior = results[index]
             b, h = base.get(prior.key), head.get(prior.key)
-            attribution = []
-            if verdict == "regression" and b and h and b.ops is not None and h.ops is not None:
-                attribution = attribute(b.ops, h.ops)
+            attribution = _attribution(b, h) if verdict == "regression" else []
             results[index] = replace(
                 prior,
                 ratio=estimate.ratio,
@@ -264,10 +347,14 @@ def compare_documents(
         threshold=settings.threshold,
         warnings=notes,
         results=results,
-        common_factor=common.ratio
-        if common.benchmarks >= noise.MIN_BENCHMARKS_FOR_COMMON
-        else None,
+        common_factor=common,
     )
+
+
+def _attribution(base: _Bench | None, head: _Bench | None) -> list[OpDelta]:
+    if base is None or head is None or base.ops is None or head.ops is None:
+        return []
+    return attribute(base.ops, head.ops)
 
 
 def _threshold(floor: NoiseFloor, settings: CompareSettings) -> float:
@@ -368,21 +455,4 @@ def _environment_warnings(
     return [
         f"environment changed between base and head ({detail}): ratios may reflect the "
         "machine, not the code"
-    ]
-
-
-def _common_factor_warnings(common: noise.CommonFactor, threshold: float) -> list[str]:
-    if common.benchmarks < noise.MIN_BENCHMARKS_FOR_COMMON or abs(common.log_ratio) < 0.01:
-        return []
-    change = f"{common.ratio - 1:+.1%}"
-    if common.applied:
-        return [
-            f"the head run was {change} off the base run across all {common.benchmarks} "
-            "benchmarks (the machine's drift, within the threshold): each benchmark is "
-            "judged relative to it"
-        ]
-    return [
-        f"every benchmark moved together by {change} across {common.benchmarks} "
-        f"benchmarks, beyond the {threshold:.1%} threshold: a change that affects "
-        "everything, or a different machine; each benchmark is judged on its raw ratio"
     ]

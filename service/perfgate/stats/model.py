@@ -79,6 +79,18 @@ class SideInfo:
 
 
 @dataclass(frozen=True)
+class CommonFinding:
+    """What every benchmark shared: the head side's speed relative to the base side's."""
+
+    ratio: float
+    ci: tuple[float, float]
+    benchmarks: int
+    verdict: Verdict
+    reason: str
+    noise: str
+
+
+@dataclass(frozen=True)
 class Comparison:
     base: SideInfo
     head: SideInfo
@@ -86,7 +98,7 @@ class Comparison:
     threshold: float
     warnings: list[str]
     results: list[MetricResult]
-    common_factor: float | None = None
+    common_factor: CommonFinding | None = None
 
     def summary(self) -> dict[str, int]:
         counts = Counter(r.verdict for r in self.results)
@@ -94,3 +106,8 @@ class Comparison:
 
     def regressions(self) -> list[MetricResult]:
         return [r for r in self.results if r.verdict == "regression"]
+
+    def has_regression(self) -> bool:
+        """A benchmark regressed, or everything got slower together."""
+        common = self.common_factor is not None and self.common_factor.verdict == "regression"
+        return bool(self.regressions()) or common

@@ -16,14 +16,25 @@ from dataclasses import dataclass
 import numpy as np
 
 # Residual run-to-run spread (log scale, after the common factor) assumed when nothing better is
-# known: what separate-process runs of PyTorch CPU code show on shared 2-core CI machines.
+# known. One process's median can sit far from another's for reasons its samples cannot show
+# (memory placement, a neighbour on the host, a bimodal code path), so with one round a side and
+# no history the CI is wide and heavy-tailed: a verdict needs a change well beyond that. See
+# docs/comparator.md for the measurements behind these numbers.
 PRIOR_SIGMA = 0.025
+PRIOR_SIGMA_SINGLE = 0.16
+# Degrees of freedom of the Student-t used for run-to-run deviations nobody has measured.
+PRIOR_TAIL_DF = 3.0
+# Spread of a whole run's speed (the common factor) assumed without history.
+PRIOR_COMMON_SIGMA = 0.05
 # How many pseudo-observations the pooled estimate is worth when shrinking a per-benchmark one.
 PRIOR_DF = 4.0
 MIN_HISTORY_RUNS = 5
 MIN_BENCHMARKS_FOR_COMMON = 5
 # A residual beyond this (about +35%) in history marks a benchmark that sometimes lands far off.
 EXCURSION_LOG = 0.3
+# Run-to-run deviations stay heavy-tailed however long the history: cap the t's df.
+HISTORY_TAIL_DF = 2.0
+ROUNDS_TAIL_DF = 3.0
 
 MetricKey = tuple[str, str]
 
@@ -37,6 +48,8 @@ class NoiseFloor:
     runs: int = 0
     # The largest residual seen in history when it is an excursion (None otherwise).
     excursion: float | None = None
+    # Degrees of freedom behind `sigma`: run-to-run deviations are drawn from a Student-t.
+    df: float = PRIOR_TAIL_DF
 
     def describe(self) -> str:
         if self.source == "history":
@@ -53,16 +66,22 @@ class NoiseFloor:
 
 @dataclass(frozen=True)
 class CommonFactor:
-    """How much slower (log > 0) the head run was than the base run across all benchmarks."""
+    """How much slower (log > 0) the head side was than the base side across all benchmarks."""
 
     log_ratio: float
     benchmarks: int
-    # Whether per-benchmark ratios were taken relative to it (it looked like drift).
-    applied: bool
+    # Run-to-run spread of a whole run's speed, and where that figure came from.
+    sigma: float = PRIOR_COMMON_SIGMA
+    df: float = PRIOR_TAIL_DF
+    source: str = "prior"
 
     @property
     def ratio(self) -> float:
         return math.exp(self.log_ratio)
+
+    @property
+    def usable(self) -> bool:
+        return self.benchmarks >= MIN_BENCHMARKS_FOR_COMMON
 
 
 def mad_sigma(values: Sequence[float] | np.ndarray) -> float:
@@ -73,29 +92,36 @@ def mad_sigma(values: Sequence[float] | np.ndarray) -> float:
     return float(1.4826 * np.median(np.abs(array - np.median(array))))
 
 
-def common_factor(log_ratios: Sequence[float], *, drift_limit: float) -> CommonFactor:
-    """The median per-benchmark log ratio, applied only while it is within `drift_limit`.
+def common_factor(log_ratios: Sequence[float]) -> float:
+    """The median per-benchmark log ratio: what the whole run shared (0 for too few benchmarks).
 
-    A shift shared by all benchmarks that is smaller than the threshold is treated as the
-    machine's drift and taken out of each benchmark's ratio (it is still reported). A larger
-    one is a finding in its own right (a change that slowed everything), so it is left in and
-    every benchmark is judged on its raw ratio.
+    Per-benchmark verdicts are taken relative to it, since most of a run's shared movement is
+    the machine; the comparison reports it as a finding of its own, with its own verdict, so a
+    change that slows everything is never hidden.
     """
     if len(log_ratios) < MIN_BENCHMARKS_FOR_COMMON:
-        return CommonFactor(log_ratio=0.0, benchmarks=len(log_ratios), applied=False)
-    estimate = float(np.median(np.asarray(log_ratios, dtype=np.float64)))
-    applied = abs(estimate) <= drift_limit
-    return CommonFactor(log_ratio=estimate, benchmarks=len(log_ratios), applied=applied)
+        return 0.0
+    return float(np.median(np.asarray(log_ratios, dtype=np.float64)))
 
 
-def history_noise(runs: Sequence[Mapping[MetricKey, float]]) -> dict[MetricKey, NoiseFloor]:
+@dataclass(frozen=True)
+class History:
+    """What earlier runs of the base branch say about noise."""
+
+    floors: dict[MetricKey, NoiseFloor]
+    runs: int
+    # Spread of the per-run common factor (None when there is too little history).
+    common_sigma: float | None
+
+
+def history_noise(runs: Sequence[Mapping[MetricKey, float]]) -> History:
     """Per-metric noise floors from the medians of earlier base-branch runs (oldest first).
 
     Each run's own common factor (its median log deviation across benchmarks) is removed before
     measuring a benchmark's spread, matching how comparisons take drift out.
     """
     if len(runs) < MIN_HISTORY_RUNS:
-        return {}
+        return History(floors={}, runs=len(runs), common_sigma=None)
     keys = sorted({key for run in runs for key in run})
     logs = np.full((len(runs), len(keys)), np.nan)
     for i, run in enumerate(runs):
@@ -114,13 +140,20 @@ def history_noise(runs: Sequence[Mapping[MetricKey, float]]) -> dict[MetricKey, 
         if column.size < MIN_HISTORY_RUNS:
             continue
         worst = float(np.max(np.abs(column)))
+        # MAD alone would ignore the few runs that land far off, which are exactly the ones
+        # that raise false alarms: the 80th percentile of |residual| keeps part of the tail.
+        tail = float(np.quantile(np.abs(column - np.median(column)), 0.8)) / 1.2816
         floors[key] = NoiseFloor(
-            sigma=max(mad_sigma(column), 1e-4),
+            sigma=max(mad_sigma(column), tail, 1e-4),
             source="history",
             runs=int(column.size),
             excursion=worst if worst >= EXCURSION_LOG else None,
+            df=min(float(column.size - 1), HISTORY_TAIL_DF),
         )
-    return floors
+    factors = per_run[:, 0]
+    factors = factors[~np.isnan(factors)]
+    common_sigma = mad_sigma(factors) if factors.size >= MIN_HISTORY_RUNS else None
+    return History(floors=floors, runs=len(runs), common_sigma=common_sigma)
 
 
 def rounds_sigma(round_logs: Sequence[Sequence[float]]) -> tuple[float, int] | None:
