@@ -207,11 +207,27 @@ def decide_exact(base: float, head: float, *, direction: str) -> tuple[Verdict, 
 
 
 def decide_single_value(
-    base: float, head: float, *, direction: str, threshold: float, deterministic: bool
+    base: float,
+    head: float,
+    *,
+    direction: str,
+    threshold: float,
+    deterministic: bool,
+    resolution: float = 0.0,
 ) -> tuple[Verdict, str]:
-    """One measured value per side (peak memory): only the allocator's numbers are trusted."""
-    if base == 0 and head == 0:
-        return "unchanged", "0 on both sides"
+    """One measured value per side (peak memory): only the allocator's numbers are trusted.
+
+    `resolution` is the smallest difference the measurement can tell apart (peak RSS moves in
+    pages and per-thread batches); a difference below it is no change, whatever the ratio.
+    """
+    if base == head:
+        return "unchanged", f"{_number(base)} on both sides"
+    if abs(head - base) < resolution:
+        return "unchanged", (
+            f"{_number(base)} -> {_number(head)}, within the measurement's resolution"
+        )
+    if not deterministic and base == 0:
+        return "inconclusive", f"0 -> {_number(head)} from a single noisy measurement per side"
     if base == 0:
         return ("regression" if direction == "lower" else "improvement"), f"0 -> {_number(head)}"
     ratio = head / base if direction == "lower" else base / head if head else math.inf

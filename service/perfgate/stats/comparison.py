@@ -36,6 +36,8 @@ from perfgate.stats.model import (
 from perfgate.stats.noise import MetricKey, NoiseFloor
 
 DETERMINISTIC_METHODS = {"cuda_allocator"}
+# Peak RSS is counted in pages and per-thread batches: below this, a difference is no change.
+RSS_RESOLUTION_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -416,6 +418,9 @@ def _valued(header: _Header, bm: _Metric, hm: _Metric, threshold: float) -> Metr
             direction=bm.direction,
             threshold=threshold,
             deterministic=bm.method in DETERMINISTIC_METHODS,
+            resolution=RSS_RESOLUTION_BYTES
+            if bm.unit == "B" and bm.method != "cuda_allocator"
+            else 0.0,
         )
     ratio = None
     if bm.value:
