@@ -198,8 +198,6 @@ def test_every_command_has_its_options(command: list[str], options: list[str]) -
     "args",
     [
         ["comment", "c.json"],
-        ["trend", "k"],
-        ["changes"],
         ["serve"],
         ["token", "create", "--project", "p"],
     ],

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from perfgate.cli.options import db_option, format_option
-from perfgate.errors import NotImplementedYetError
 
 
 @click.command("changes")
@@ -17,9 +18,59 @@ from perfgate.errors import NotImplementedYetError
     help="Which change points to list.",
 )
 @click.option("--branch", default="main", show_default=True, help="Branch to look at.")
+@click.option("--metric", default="time", show_default=True, help="Metric to look at.")
 @click.option("--project", help="Project [default: the only one in the store].")
 @format_option("table", "json", default="table")
 @db_option
-def command(**_options: object) -> None:
-    """List change points (shifts in a benchmark's history) on a branch."""
-    raise NotImplementedYetError("perfgate changes is not implemented yet")
+def command(
+    *, status: str, branch: str, metric: str, project: str | None, fmt: str, db_url: str
+) -> None:
+    """List change points (lasting shifts in a benchmark's history) on a branch.
+
+    Every benchmark's history is scanned first; new change points are stored as open.
+    """
+    from perfgate.store.connect import open_store
+    from perfgate.store.trends import refresh_changes
+
+    with open_store(db_url) as store:
+        changes = refresh_changes(
+            store.sessions,
+            project=project,
+            branch=branch,
+            metric=metric,
+            status=None if status == "all" else status,
+        )
+    if fmt == "json":
+        click.echo(
+            json.dumps(
+                {
+                    "change_points": [
+                        {
+                            "key": c.key,
+                            "metric": c.metric,
+                            "branch": c.branch,
+                            "run": c.run,
+                            "commit": c.commit,
+                            "time": c.time.isoformat(),
+                            "before": c.before,
+                            "after": c.after,
+                            "ratio": c.ratio,
+                            "status": c.status,
+                        }
+                        for c in changes
+                    ]
+                },
+                indent=1,
+            )
+        )
+        return
+    if not changes:
+        click.echo(
+            f"no {status if status != 'all' else ''} change points on {branch}".replace("  ", " ")
+        )
+        return
+    for c in changes:
+        click.echo(
+            f"{c.time:%Y-%m-%d %H:%M}  {c.commit[:10]}  {c.ratio - 1:+7.1%}  "
+            f"{c.status:12s} {c.key} ({c.metric})"
+        )

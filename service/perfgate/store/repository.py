@@ -20,7 +20,7 @@ def table_of(model: type[models.Base]) -> Table:
     return cast(Table, model.__table__)
 
 
-def _insert_ignoring_conflicts(
+def insert_ignoring_conflicts(
     session: Session, table: Table, rows: Sequence[dict[str, Any]], conflict_columns: Sequence[str]
 ) -> None:
     """INSERT ... ON CONFLICT DO NOTHING: concurrent uploads may share projects and benchmarks."""
@@ -40,7 +40,7 @@ def _insert_ignoring_conflicts(
 def ensure_project(session: Session, *, name: str) -> int:
     """The id of project `name`, created if new."""
     table = table_of(models.Project)
-    _insert_ignoring_conflicts(
+    insert_ignoring_conflicts(
         session,
         table,
         [{"name": name, "created_at": utcnow()}],
@@ -60,7 +60,7 @@ def ensure_environment(
 ) -> models.Environment:
     """The environment row for `fingerprint`; the first document's description is kept."""
     table = table_of(models.Environment)
-    _insert_ignoring_conflicts(
+    insert_ignoring_conflicts(
         session,
         table,
         [{"fingerprint": fingerprint, "data": data, "created_at": utcnow()}],
@@ -89,7 +89,7 @@ def ensure_benchmarks(
     missing = [spec for spec in specs if spec.key not in existing]
     if missing:
         now = utcnow()
-        _insert_ignoring_conflicts(
+        insert_ignoring_conflicts(
             session,
             table_of(models.Benchmark),
             [
