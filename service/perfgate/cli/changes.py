@@ -43,23 +43,7 @@ def command(
     if fmt == "json":
         click.echo(
             json.dumps(
-                {
-                    "change_points": [
-                        {
-                            "key": c.key,
-                            "metric": c.metric,
-                            "branch": c.branch,
-                            "run": c.run,
-                            "commit": c.commit,
-                            "time": c.time.isoformat(),
-                            "before": c.before,
-                            "after": c.after,
-                            "ratio": c.ratio,
-                            "status": c.status,
-                        }
-                        for c in changes
-                    ]
-                },
+                {"change_points": [c.as_json() for c in changes]},
                 indent=1,
             )
         )

@@ -102,18 +102,7 @@ def series_json(series: Any) -> dict[str, Any]:
             }
             for p in series.points
         ],
-        "change_points": [
-            {
-                "run": c.run,
-                "commit": c.commit,
-                "time": c.time.isoformat(),
-                "before": c.before,
-                "after": c.after,
-                "ratio": c.ratio,
-                "status": c.status,
-            }
-            for c in series.change_points
-        ],
+        "change_points": [c.as_json() for c in series.change_points],
     }
 
 

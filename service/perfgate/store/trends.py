@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -44,6 +45,20 @@ class ChangePointView:
     after: float
     ratio: float
     status: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "metric": self.metric,
+            "branch": self.branch,
+            "run": self.run,
+            "commit": self.commit,
+            "time": self.time.isoformat(),
+            "before": self.before,
+            "after": self.after,
+            "ratio": self.ratio,
+            "status": self.status,
+        }
 
 
 @dataclass(frozen=True)
