@@ -23,6 +23,7 @@ from perfgate.stats.compare import (
     decide_sampled,
     decide_single_value,
     estimate_sampled,
+    summarize_side,
 )
 from perfgate.stats.model import (
     CommonFinding,
@@ -373,11 +374,7 @@ def _summary(metric: _Metric | None) -> SideSummary | None:
     if metric is None:
         return None
     if metric.rounds:
-        pooled = np.concatenate(metric.rounds)
-        q1, median, q3 = np.quantile(pooled, [0.25, 0.5, 0.75])
-        return SideSummary(
-            n=int(pooled.size), median=float(median), iqr=float(q3 - q1), rounds=len(metric.rounds)
-        )
+        return summarize_side(metric.rounds)
     if metric.value is not None:
         return SideSummary(n=1, median=metric.value, iqr=0.0)
     return None
