@@ -1,13 +1,15 @@
 """False-alarm rate and power of `perfgate compare` on separate-process runs recorded here.
 
-    python bench/eval_comparator.py record --runs 40        # ~20 s a run: perfgate run, one round
+    python bench/eval_comparator.py record --runs 40        # ~20 s a job: perfgate run, 1 round
     python bench/eval_comparator.py eval                      # prints the tables
+    python bench/eval_comparator.py record --runs 12 --rounds 3 --out bench/data/comparator/rounds3
+    python bench/eval_comparator.py eval --data bench/data/comparator/rounds3 --jobs 1
 
-`record` runs the example benchmarks N times, each `perfgate run` a separate process (one round,
-no profile), one after another, all for the same commit: identical code. `eval` then builds
+`record` runs the example benchmarks N times, each `perfgate run` job a separate process (no
+profile, `--threads 1`), one after another, all for the same commit: identical code. `eval` builds
 
-- A/A pairs: two different runs (1 round a side), or two disjoint groups of 3 consecutive runs
-  pooled as rounds (3 rounds a side) — the comparator should find nothing;
+- A/A pairs: two different jobs a side, or two disjoint groups of 3 consecutive jobs pooled as
+  rounds — the comparator should find nothing;
 - injected slowdowns: the same pairs with one benchmark's head samples multiplied by 1.10 or 1.25
   (real noise, known effect) — the comparator should find that benchmark, and only it;
 - the same with history: the 8 runs before the base side in the store as the base branch's past.
@@ -35,11 +37,11 @@ from perfgate.stats.compare import CompareSettings
 from perfgate.stats.comparison import compare_documents
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "bench" / "data" / "comparator"
+DATA = ROOT / "bench" / "data" / "comparator" / "threads1"
 COMMIT = "e" * 40
 
 
-def record(runs: int, max_time: float, threads: int, out: Path) -> None:
+def record(runs: int, max_time: float, threads: int, rounds: int, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     start = len(list(out.glob("run-*.json")))
     for i in range(start, start + runs):
@@ -57,6 +59,10 @@ def record(runs: int, max_time: float, threads: int, out: Path) -> None:
                 "--no-store",
                 "--max-time",
                 str(max_time),
+                "--threads",
+                str(threads),
+                "--rounds",
+                str(rounds),
                 "--commit",
                 COMMIT,
                 "--branch",
@@ -190,15 +196,23 @@ def main() -> None:
     rec = sub.add_parser("record")
     rec.add_argument("--runs", type=int, default=40)
     rec.add_argument("--threads", type=int, default=1)
+    rec.add_argument("--rounds", type=int, default=1, help="rounds per job (perfgate run --rounds)")
     rec.add_argument("--max-time", type=float, default=0.5)
     rec.add_argument("--out", type=Path, default=DATA)
     ev = sub.add_parser("eval")
     ev.add_argument("--data", type=Path, default=DATA)
     ev.add_argument("--pairs", type=int, default=60, help="pairs per setting (at most)")
     ev.add_argument("--threshold", type=float, default=0.03)
+    ev.add_argument(
+        "--jobs",
+        type=int,
+        nargs="+",
+        default=[1, 3],
+        help="jobs pooled per side (each job holds the rounds it was recorded with)",
+    )
     args = parser.parse_args()
     if args.command == "record":
-        record(args.runs, args.max_time, args.threads, args.out)
+        record(args.runs, args.max_time, args.threads, args.rounds, args.out)
         return
     paths = sorted(args.data.glob("run-*.json"))
     runs = [load_document(p, max_bytes=1 << 30) for p in paths]
@@ -206,19 +220,19 @@ def main() -> None:
     run_to_run_spread(runs)
     settings = CompareSettings(threshold=args.threshold)
     print(
-        f"\n{'setting':28s} {'pairs':>5s} {'false alarms':>12s} {'pairs w/ alarm':>14s} "
+        f"\n{'setting':32s} {'pairs':>5s} {'false alarms':>12s} {'pairs w/ alarm':>14s} "
         f"{'power +10%':>10s} {'power +25%':>10s} {'collateral':>10s}"
     )
     table = {}
-    for rounds, history in ((1, False), (3, False), (1, True), (3, True)):
+    per_job = len(runs[0].benchmarks[0].metrics["time"].rounds or [1])
+    for history, jobs in itertools.product((False, True), args.jobs):
         began = time.perf_counter()
-        stats = evaluate(runs, rounds=rounds, history=history, limit=args.pairs, settings=settings)
-        label = f"{rounds} round{'s' if rounds > 1 else ''}/side" + (
-            " + history" if history else ""
-        )
+        stats = evaluate(runs, rounds=jobs, history=history, limit=args.pairs, settings=settings)
+        label = f"{jobs} job{'s' if jobs > 1 else ''} x {per_job} round/side"
+        label += " + history" if history else ""
         table[label] = stats
         print(
-            f"{label:28s} {stats['pairs']:5.0f} {stats['false_alarm_rate']:12.1%} "
+            f"{label:32s} {stats['pairs']:5.0f} {stats['false_alarm_rate']:12.1%} "
             f"{stats['pairs_with_any_alarm']:14.1%} {stats['power_10']:10.1%} "
             f"{stats['power_25']:10.1%} {stats['collateral_alarms']:10.0f}"
             f"   ({time.perf_counter() - began:.0f} s)"
