@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import uuid
 from typing import Any
 
 import pytest
@@ -146,13 +145,3 @@ def test_concurrent_duplicate_insert_is_recognised(store: Store) -> None:
     finally:
         uploads.repository.get_run = original  # type: ignore[assignment]
     assert not outcome.created and calls["n"] == 2
-
-
-def test_runs_of_project(store: Store) -> None:
-    for seed in range(3):
-        store_document(store.sessions, parse_document(synthetic_document(benchmarks=1, seed=seed)))
-    with store.sessions() as session:
-        runs = repository.runs_of_project(session, project="acme/models", limit=2)
-    assert [r.started_at for r in runs] == sorted((r.started_at for r in runs), reverse=True)
-    assert len(runs) == 2
-    assert all(uuid.UUID(r.id) for r in runs)

@@ -153,10 +153,6 @@ class Metric(_Model):
     method: Annotated[str, Field(max_length=64)] | None = None
     note: str | None = None
 
-    @property
-    def sampled(self) -> bool:
-        return self.samples is not None
-
     def round_slices(self) -> list[list[float]]:
         """The samples split into their rounds (one round when `rounds` is absent)."""
         samples = self.samples or []

@@ -64,26 +64,6 @@ class NoiseFloor:
         return f"default run-to-run noise (±{math.expm1(self.sigma):.1%})"
 
 
-@dataclass(frozen=True)
-class CommonFactor:
-    """How much slower (log > 0) the head side was than the base side across all benchmarks."""
-
-    log_ratio: float
-    benchmarks: int
-    # Run-to-run spread of a whole run's speed, and where that figure came from.
-    sigma: float = PRIOR_COMMON_SIGMA
-    df: float = PRIOR_TAIL_DF
-    source: str = "prior"
-
-    @property
-    def ratio(self) -> float:
-        return math.exp(self.log_ratio)
-
-    @property
-    def usable(self) -> bool:
-        return self.benchmarks >= MIN_BENCHMARKS_FOR_COMMON
-
-
 def mad_sigma(values: Sequence[float] | np.ndarray) -> float:
     """Robust standard deviation (MAD × 1.4826); 0 for fewer than two values."""
     array = np.asarray(values, dtype=np.float64)

@@ -51,10 +51,6 @@ def ensure_project(session: Session, *, name: str) -> int:
     return project_id
 
 
-def find_project(session: Session, *, name: str) -> models.Project | None:
-    return session.scalar(select(models.Project).where(models.Project.name == name))
-
-
 def ensure_environment(
     session: Session, *, fingerprint: str, data: dict[str, Any]
 ) -> models.Environment:
@@ -157,14 +153,3 @@ def count_rows(session: Session) -> dict[str, int]:
     for table in models.Base.metadata.sorted_tables:
         counts[table.name] = session.scalar(select(func.count()).select_from(table)) or 0
     return counts
-
-
-def runs_of_project(session: Session, *, project: str, limit: int = 20) -> list[models.Run]:
-    stmt = (
-        select(models.Run)
-        .join(models.Project, models.Project.id == models.Run.project_id)
-        .where(models.Project.name == project)
-        .order_by(models.Run.started_at.desc())
-        .limit(limit)
-    )
-    return list(session.scalars(stmt))
