@@ -238,3 +238,44 @@ def test_merge_rounds_keeps_working_rounds_of_a_flaky_instance():
     merged, _ = merge_rounds([{"b": _entry([1.0], 10)}, {"b": failed}], ["b"])
     assert merged["b"]["error"] == "round 2/2: RuntimeError: flaky"
     assert merged["b"]["metrics"]["time"]["rounds"] == [1]
+
+
+ALLOCATOR_PROBE = """
+import ctypes
+import perfgate
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+        "uordblks", "fordblks", "keepcost")]
+
+@perfgate.benchmark
+def heap_only():
+    libc = ctypes.CDLL("libc.so.6")
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.mallinfo2.restype = MallInfo2
+    before = libc.mallinfo2().hblks
+    block = libc.malloc(8 << 20)
+    mmapped = libc.mallinfo2().hblks - before
+    libc.free(block)
+    if mmapped:
+        raise ValueError("an 8 MiB block was mmapped")
+    return lambda: None
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pin", [True, False])
+def test_worker_rounds_pin_the_allocator_unless_asked_not_to(tmp_path, pin):
+    from perfgate.harness.allocator import PINNED, SYSTEM
+
+    _suite(tmp_path, ALLOCATOR_PROBE)
+    doc = _run(tmp_path, rounds=2, max_time=0.01, profile=False, pin_malloc=pin)
+    error = doc.benchmarks[0].error
+    if pin:
+        assert error is None
+        assert doc.environment.malloc == PINNED
+    else:
+        assert error == "round 1/2: ValueError: an 8 MiB block was mmapped"
+        assert doc.environment.malloc == SYSTEM

@@ -86,8 +86,12 @@ def _gpus(torch: Any) -> list[dict[str, Any]]:
     return gpus
 
 
-def collect_environment(device: Any) -> dict[str, Any]:
-    """The environment section of a results document (torch must be importable)."""
+def collect_environment(device: Any, *, malloc: str = "system") -> dict[str, Any]:
+    """The environment section of a results document (torch must be importable).
+
+    `malloc` says how the measuring processes' allocator was configured (part of the fingerprint:
+    it changes timings of allocation-heavy benchmarks).
+    """
     import importlib
 
     # torch's own annotations are partial; treat the module as untyped here.
@@ -129,6 +133,7 @@ def collect_environment(device: Any) -> dict[str, Any]:
         "usable_cores": usable_cores(),
         "torch_threads": int(torch.get_num_threads()),
         "torch_interop_threads": int(torch.get_num_interop_threads()),
+        "malloc": malloc,
         "os": f"{platform.system()} {platform.release()}",
         "platform": sys.platform,
         "hostname": socket.gethostname(),

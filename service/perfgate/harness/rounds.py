@@ -100,6 +100,7 @@ def run_round(
     profile: bool,
     reporter: RunReporter,
     cwd: Path,
+    pin_malloc: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """One round: every instance once, in order, in worker processes; returns entries by key.
 
@@ -118,6 +119,7 @@ def run_round(
             profile=profile,
             reporter=reporter,
             cwd=cwd,
+            pin_malloc=pin_malloc,
         )
         entries.update(done)
         crashed = [i for i in remaining if i.key in started and i.key not in done]
@@ -189,6 +191,7 @@ def _spawn_worker(
     profile: bool,
     reporter: RunReporter,
     cwd: Path,
+    pin_malloc: bool,
 ) -> tuple[dict[str, dict[str, Any]], set[str], str | None]:
     """Run one worker; returns (entries by key, keys it started, failure or None)."""
     with tempfile.TemporaryDirectory(prefix="perfgate-round-") as tmp:
@@ -203,6 +206,7 @@ def _spawn_worker(
             "profile": profile,
             "trace_dir": str(settings.trace_dir) if settings.trace_dir else None,
             "round_index": round_index,
+            "pin_malloc": pin_malloc,
             "results": str(results_path),
         }
         request_path = folder / "request.json"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from perfgate.config import GitHubContext
 from perfgate.errors import UsageError
+from perfgate.harness.allocator import SYSTEM, pin_malloc_thresholds
 from perfgate.harness.discovery import DEFAULT_PATH, ImportFailure, Selection, discover
 from perfgate.harness.gitinfo import resolve_git
 from perfgate.harness.measure import (
@@ -37,6 +38,7 @@ def run_benchmarks(
     pr: int | None = None,
     base_commit: str | None = None,
     threads: int | None = None,
+    pin_malloc: bool = True,
     reporter: RunReporter | None = None,
     github: GitHubContext | None = None,
     cwd: Path | None = None,
@@ -46,8 +48,9 @@ def run_benchmarks(
     `rounds` > 1 runs the whole selection that many times, each round in a fresh
     `python -m perfgate.harness.worker` process, and pools the rounds (DESIGN §4). `github`
     defaults to `GitHubContext.from_env()`; `cwd` (default: the current directory) anchors
-    relative paths and the local git lookup. Raises UsageError for bad options, a missing commit
-    or an empty selection.
+    relative paths and the local git lookup. `pin_malloc` fixes glibc's malloc thresholds in
+    every measuring process (see `perfgate.harness.allocator`). Raises UsageError for bad
+    options, a missing commit or an empty selection.
     """
     if rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {rounds}")
@@ -68,6 +71,8 @@ def run_benchmarks(
     )
     started_at = _now()
     device_name = resolve_device(device)
+    # Before torch allocates anything, so the measuring process starts in the pinned mode.
+    malloc = pin_malloc_thresholds() if pin_malloc else SYSTEM
     torch_device = prepare_torch(device_name, threads)
     import torch
 
@@ -76,7 +81,7 @@ def run_benchmarks(
     _refuse_empty(selection, paths, filter)
     from perfgate.harness.environment import collect_environment
 
-    environment = collect_environment(torch_device)
+    environment = collect_environment(torch_device, malloc=malloc)
     settings = MeasureSettings(
         max_time=max_time,
         profile=profile,
@@ -99,6 +104,7 @@ def run_benchmarks(
                     round_index=r,
                     device=device_name,
                     threads=threads,
+                    pin_malloc=pin_malloc,
                     settings=settings,
                     profile=profile and r == rounds,
                     reporter=reporter,

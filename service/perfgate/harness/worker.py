@@ -14,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
+from perfgate.harness.allocator import pin_malloc_thresholds
 from perfgate.harness.api import BenchmarkInstance
 from perfgate.harness.discovery import import_benchmark_file
 from perfgate.harness.measure import InstanceResult, MeasureSettings, prepare_torch, run_instances
@@ -81,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     events = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    if request.get("pin_malloc", True):
+        pin_malloc_thresholds()
     device = prepare_torch(request["device"], request["threads"])
     trace_dir = request.get("trace_dir")
     settings = MeasureSettings(
