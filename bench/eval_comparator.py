@@ -41,7 +41,9 @@ DATA = ROOT / "bench" / "data" / "comparator" / "threads1"
 COMMIT = "e" * 40
 
 
-def record(runs: int, max_time: float, threads: int, rounds: int, out: Path) -> None:
+def record(
+    runs: int, max_time: float, threads: int, rounds: int, out: Path, system_malloc: bool = False
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     start = len(list(out.glob("run-*.json")))
     for i in range(start, start + runs):
@@ -71,6 +73,7 @@ def record(runs: int, max_time: float, threads: int, rounds: int, out: Path) -> 
                 "perfgate/examples",
                 "--out",
                 str(out / f"run-{i:03d}.json"),
+                *(["--system-malloc"] if system_malloc else []),
             ],
             check=True,
             stdout=subprocess.DEVNULL,
@@ -199,6 +202,9 @@ def main() -> None:
     rec.add_argument("--rounds", type=int, default=1, help="rounds per job (perfgate run --rounds)")
     rec.add_argument("--max-time", type=float, default=0.5)
     rec.add_argument("--out", type=Path, default=DATA)
+    rec.add_argument(
+        "--system-malloc", action="store_true", help="leave glibc's malloc thresholds dynamic"
+    )
     ev = sub.add_parser("eval")
     ev.add_argument("--data", type=Path, default=DATA)
     ev.add_argument("--pairs", type=int, default=60, help="pairs per setting (at most)")
@@ -212,7 +218,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.command == "record":
-        record(args.runs, args.max_time, args.threads, args.rounds, args.out)
+        record(args.runs, args.max_time, args.threads, args.rounds, args.out, args.system_malloc)
         return
     paths = sorted(args.data.glob("run-*.json"))
     runs = [load_document(p, max_bytes=1 << 30) for p in paths]
