@@ -107,6 +107,22 @@ def test_content_hash_ignores_formatting_but_not_content(doc_data: dict[str, Any
             "ISO-8601",
         ),
         (lambda d: d["run"].__setitem__("pr", "12"), "run.pr", "integer"),
+        (lambda d: d["run"].__setitem__("pr", 2**31), "run.pr", "less than or equal"),
+        (
+            lambda d: d["run"].__setitem__("branch", "main\x00"),
+            "run.branch",
+            "NUL characters",
+        ),
+        (
+            lambda d: d["benchmarks"][1].__setitem__("tags", ["ok", "a\x00b"]),
+            "benchmarks[1].tags[1]",
+            "NUL characters",
+        ),
+        (
+            lambda d: d["environment"].__setitem__("k\x00", 1),
+            "environment.k\x00",
+            "NUL characters",
+        ),
         (
             lambda d: d["benchmarks"].append(json.loads(json.dumps(d["benchmarks"][0]))),
             "benchmarks[3].key",

@@ -198,7 +198,8 @@ class Run(_Model):
     project: Annotated[Name, Field(max_length=200)]
     commit: Commit
     branch: Annotated[str, Field(max_length=255)] | None = None
-    pr: Annotated[int, Field(gt=0, strict=True)] | None = None
+    # PostgreSQL's integer column: a larger number is not a pull request anyway.
+    pr: Annotated[int, Field(gt=0, le=2**31 - 1, strict=True)] | None = None
     base_commit: Commit | None = None
     started_at: Timestamp
     finished_at: Timestamp | None = None
@@ -285,12 +286,39 @@ def parse_document(data: object, *, source: str = "") -> ResultsDocument:
         else:
             message = f"{schema!r} is not a perfgate results document (expected {SCHEMA!r})"
         raise DocumentError(message, path="schema", source=source)
+    nul = _nul_path(data)
+    if nul is not None:
+        raise DocumentError("text may not contain NUL characters", path=nul, source=source)
     try:
         document = ResultsDocument.model_validate(data)
     except ValidationError as exc:
         raise _document_error(exc, source) from None
     _check_consistency(document, source)
     return document
+
+
+def _nul_path(data: object) -> str | None:
+    """Path of the first string (value or key) holding a NUL: PostgreSQL text cannot store one."""
+    stack: list[tuple[str, object]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                return path or "(document)"
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                child = f"{path}.{key}" if path else str(key)
+                if "\x00" in str(key):
+                    return child
+                stack.append((child, item))
+        elif isinstance(value, list):
+            # Sample lists are long and all numbers: skip those without building paths.
+            stack.extend(
+                (f"{path}[{i}]", item)
+                for i, item in enumerate(value)
+                if not isinstance(item, int | float)
+            )
+    return None
 
 
 def _check_consistency(document: ResultsDocument, source: str) -> None:
