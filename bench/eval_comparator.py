@@ -42,7 +42,7 @@ COMMIT = "e" * 40
 
 
 def record(
-    runs: int, max_time: float, threads: int, rounds: int, out: Path, system_malloc: bool = False
+    runs: int, max_time: float, threads: int, rounds: int, out: Path, *, system_malloc: bool = False
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
     start = len(list(out.glob("run-*.json")))
@@ -218,7 +218,14 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.command == "record":
-        record(args.runs, args.max_time, args.threads, args.rounds, args.out, args.system_malloc)
+        record(
+            args.runs,
+            args.max_time,
+            args.threads,
+            args.rounds,
+            args.out,
+            system_malloc=args.system_malloc,
+        )
         return
     paths = sorted(args.data.glob("run-*.json"))
     runs = [load_document(p, max_bytes=1 << 30) for p in paths]

@@ -145,11 +145,11 @@ def test_db_commands(empty_db_url: str) -> None:
     current = invoke("db", "current", "--db", empty_db_url)
     assert current.exit_code == 0 and "no perfgate schema" in current.stdout
     up = invoke("db", "upgrade", "--db", empty_db_url)
-    assert up.exit_code == 0 and "upgraded (empty) -> 0001" in up.stdout
+    assert up.exit_code == 0 and "upgraded (empty) -> 0002" in up.stdout
     assert "(head)" in invoke("db", "current", "--db", empty_db_url).stdout
-    assert "already at 0001" in invoke("db", "upgrade", "--db", empty_db_url).stdout
+    assert "already at 0002" in invoke("db", "upgrade", "--db", empty_db_url).stdout
     down = invoke("db", "downgrade", "--db", empty_db_url, "--revision", "base")
-    assert down.exit_code == 0 and "downgraded 0001 -> (empty)" in down.stdout
+    assert down.exit_code == 0 and "downgraded 0002 -> (empty)" in down.stdout
 
 
 @pytest.mark.parametrize(
@@ -192,20 +192,6 @@ def test_every_command_has_its_options(command: list[str], options: list[str]) -
     assert result.exit_code == 0, result.output
     for option in options:
         assert option in result.stdout
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["comment", "c.json"],
-        ["serve"],
-        ["token", "create", "--project", "p"],
-    ],
-)
-def test_unfinished_commands_say_so(args: list[str], tmp_path: Path) -> None:
-    result = invoke(*args, env={"PERFGATE_DB": f"sqlite:///{tmp_path}/x.db"})
-    assert result.exit_code == 2
-    assert "not implemented yet" in result.stderr
 
 
 @pytest.mark.slow

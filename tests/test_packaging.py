@@ -36,6 +36,7 @@ def test_wheel_ships_migrations_and_upgrades(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "perfgate/migrations/env.py" in names
     assert any(n.startswith("perfgate/migrations/versions/0001") for n in names)
+    assert any(n.startswith("perfgate/migrations/versions/0002") for n in names)
     assert "perfgate/store/models.py" in names
 
     target = tmp_path / "site"
@@ -75,4 +76,4 @@ def test_wheel_ships_migrations_and_upgrades(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    assert "upgraded (empty) -> 0001" in done.stdout
+    assert "upgraded (empty) -> 0002" in done.stdout

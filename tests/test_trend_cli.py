@@ -10,12 +10,17 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from sqlalchemy import select, update
 
 from perfgate.cli import cli
 from perfgate.cli.timeparse import parse_since
 from perfgate.errors import UsageError
 from perfgate.results import parse_document
+from perfgate.stats.summary import median_ci
+from perfgate.store import models
 from perfgate.store.connect import open_store
+from perfgate.store.repository import unpack_samples
+from perfgate.store.trends import load_series
 from perfgate.store.uploads import store_document
 from perfgate.synthetic import synthetic_document
 
@@ -55,6 +60,27 @@ def test_trend_json_marks_the_shift(db_url: str) -> None:
     assert abs(index - SHIFT_AT) <= 1
     assert change["ratio"] == pytest.approx(1.3, rel=0.05)
     assert change["status"] == "open"
+
+
+def test_series_cis_come_from_the_store_and_from_samples_for_old_rows(db_url: str) -> None:
+    _history(db_url, runs=6)
+    with open_store(db_url) as store:
+        stored = load_series(store.sessions, project=None, key=KEY, metric="time", branch="main")
+        with store.sessions() as session, session.begin():
+            blobs = session.execute(
+                select(models.Measurement.run_id, models.Measurement.samples)
+                .join(models.Benchmark)
+                .where(models.Measurement.metric == "time", models.Benchmark.key == KEY)
+            ).all()
+            # What rows written before migration 0002 look like.
+            session.execute(update(models.Measurement).values(ci_low=None, ci_high=None))
+        recomputed = load_series(
+            store.sessions, project=None, key=KEY, metric="time", branch="main"
+        )
+    samples = {run: unpack_samples(blob) for run, blob in blobs}
+    for point in stored.points:
+        assert point.ci == pytest.approx(median_ci(samples[point.run]))
+    assert [p.ci for p in recomputed.points] == [p.ci for p in stored.points]
 
 
 def test_trend_csv_table_and_plot(db_url: str, tmp_path: Path) -> None:

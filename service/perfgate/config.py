@@ -24,6 +24,7 @@ ENV_PROJECT = "PERFGATE_PROJECT"
 ENV_COMMIT = "PERFGATE_COMMIT"
 ENV_BRANCH = "PERFGATE_BRANCH"
 ENV_PR = "PERFGATE_PR"
+ENV_PUBLIC_READ = "PERFGATE_PUBLIC_READ"
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class Settings:
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
     # Connecting is retried this many times (with backoff) before exit code 3.
     db_connect_attempts: int = 3
+    # The service answers reads without a token (uploads always need one).
+    public_read: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -48,7 +51,16 @@ class Settings:
                 env.get(ENV_MAX_DOCUMENT_BYTES) or str(DEFAULT_MAX_DOCUMENT_BYTES),
                 source=ENV_MAX_DOCUMENT_BYTES,
             ),
+            public_read=parse_flag(env.get(ENV_PUBLIC_READ, ""), source=ENV_PUBLIC_READ),
         )
+
+    def service_environment(self) -> dict[str, str]:
+        """The variables that make `from_env` rebuild these service settings in a worker process."""
+        return {
+            ENV_DB: self.db_url,
+            ENV_MAX_DOCUMENT_BYTES: str(self.max_document_bytes),
+            ENV_PUBLIC_READ: "1" if self.public_read else "0",
+        }
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,9 @@ class GitHubContext:
     token: str | None = None
     step_summary: str | None = None
     run_url: str | None = None
+    event_name: str | None = None
+    # True inside a GitHub Actions job, where workflow commands (::warning::) mean something.
+    actions: bool = False
     extra: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -87,6 +102,8 @@ class GitHubContext:
             token=env.get("GITHUB_TOKEN") or None,
             step_summary=env.get("GITHUB_STEP_SUMMARY") or None,
             run_url=run_url,
+            event_name=env.get("GITHUB_EVENT_NAME") or None,
+            actions=env.get("GITHUB_ACTIONS", "").lower() == "true",
             extra={
                 k: v
                 for k, v in env.items()
@@ -125,6 +142,16 @@ def running_in_ci(environ: Mapping[str, str] | None = None) -> bool:
     """True under a CI service (they all set CI), where progress bars turn into plain lines."""
     env = os.environ if environ is None else environ
     return env.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def parse_flag(text: str, *, source: str = "flag") -> bool:
+    """Parse a boolean environment variable: 1/true/yes/on or 0/false/no/off (empty is false)."""
+    raw = text.strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise UsageError(f"{source}: {text!r} is not a boolean (use 1 or 0)")
 
 
 _SIZE_SUFFIXES = {

@@ -6,10 +6,14 @@
     │   ├── DocumentError         a results document is invalid (names the field)
     │   ├── ConflictError         a run id already stored with different content
     │   ├── NotFoundError         a commit, branch, run or benchmark is not in the store
-    │   └── DocumentTooLargeError a document is over the configured size limit
+    │   ├── DocumentTooLargeError a document is over the configured size limit
+    │   ├── AuthenticationError   no API token, or an unknown or revoked one
+    │   ├── PermissionDeniedError the token lacks the scope or is for another project
+    │   └── ServerRefusedError    a perfgate server answered 4xx (carries its code)
     ├── NotImplementedYetError    a command that a later release fills in        (2)
     └── ExternalError             an external system failed after retries          (3)
         ├── DatabaseError         the database could not be reached or refused work
+        ├── ServerUnavailableError a perfgate server could not be reached or failed (5xx)
         └── GitHubError           GitHub refused or failed
 
 The CLI turns these into one line on stderr and the exit code; the API into one JSON error shape.
@@ -73,6 +77,27 @@ class NotFoundError(InputError):
     code = "not_found"
 
 
+class AuthenticationError(InputError):
+    """No API token was given, or it is unknown or revoked (HTTP 401)."""
+
+    code = "unauthorized"
+
+
+class PermissionDeniedError(InputError):
+    """The token is valid but lacks the scope, or belongs to another project (HTTP 403)."""
+
+    code = "forbidden"
+
+
+class ServerRefusedError(InputError):
+    """A perfgate server refused a request (4xx); `code` and the message are the server's."""
+
+    def __init__(self, message: str, *, code: str = "bad_input", status: int = 400) -> None:
+        self.code = code
+        self.status = status
+        super().__init__(message)
+
+
 class NotImplementedYetError(PerfgateError):
     """A command whose implementation lands in a later release."""
 
@@ -92,7 +117,22 @@ class DatabaseError(ExternalError):
     code = "database_unavailable"
 
 
+class ServerUnavailableError(ExternalError):
+    """A perfgate server could not be reached, or kept failing (5xx), after retries."""
+
+    code = "server_unavailable"
+
+
 class GitHubError(ExternalError):
-    """GitHub refused a request or kept failing."""
+    """GitHub refused a request or kept failing.
+
+    `status` is GitHub's HTTP status when it answered; `transient` marks failures that another
+    attempt may cure (5xx, connection errors), which the GitHub boundary retries.
+    """
 
     code = "github_failure"
+
+    def __init__(self, message: str, *, status: int | None = None, transient: bool = False) -> None:
+        self.status = status
+        self.transient = transient
+        super().__init__(message)

@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from perfgate.cli.options import db_option, git_options, server_options
-from perfgate.cli.upload import describe
+from perfgate.cli.upload import describe, describe_server
 from perfgate.config import running_in_ci
-from perfgate.errors import NotImplementedYetError
+from perfgate.errors import UsageError
 from perfgate.results import ResultsDocument, dump_document
 
 
@@ -50,6 +50,11 @@ from perfgate.results import ResultsDocument, dump_document
     show_envvar=True,
     help="torch intra-op threads [default: torch's]; 1 keeps CPU timings steady on shared runners.",
 )
+@click.option(
+    "--system-malloc",
+    is_flag=True,
+    help="Leave glibc's malloc thresholds dynamic (noisier: see docs/harness.md).",
+)
 @click.option("--no-profile", is_flag=True, help="Skip the torch.profiler pass.")
 @click.option(
     "--trace-dir",
@@ -73,6 +78,7 @@ def command(
     rounds: int,
     max_time: float | None,
     threads: int | None,
+    system_malloc: bool,
     no_profile: bool,
     trace_dir: Path | None,
     out: Path | None,
@@ -90,8 +96,9 @@ def command(
     Files named bench_*.py or *_bench.py are collected from PATHS. The results document is
     written to --out and stored in --db (the embedded SQLite store by default) unless --no-store.
     """
-    if server and not no_store:
-        raise NotImplementedYetError("run --server is not implemented yet; use --db or --no-store")
+    if server and not no_store and not token:
+        # Checked before benchmarks run for minutes, not after.
+        raise UsageError("--server needs --token (or PERFGATE_TOKEN): an upload-scoped token")
     # Imported here: torch is needed by `run` only, and every other command works without it.
     from perfgate.harness.runner import run_benchmarks
     from perfgate.report.progress import make_reporter
@@ -105,6 +112,7 @@ def command(
         rounds=rounds,
         max_time=max_time,
         threads=threads,
+        pin_malloc=not system_malloc,
         profile=not no_profile,
         trace_dir=trace_dir,
         commit=commit,
@@ -116,7 +124,13 @@ def command(
     render_run_table(document)
     written = dump_document(document, out or default_results_path(document))
     click.echo(f"wrote {written}")
-    if not no_store:
+    if no_store:
+        return
+    if server:
+        from perfgate.server_client import upload_document
+
+        click.echo(describe_server(upload_document(document, server=server, token=token)))
+    else:
         store_run(document, db_url=db_url)
 
 

@@ -8,8 +8,8 @@ import click
 
 from perfgate.cli.options import db_option, max_size_option, server_options
 from perfgate.config import parse_byte_size
-from perfgate.errors import NotImplementedYetError
 from perfgate.results import load_document
+from perfgate.server_client import ServerUpload
 from perfgate.store.connect import open_store
 from perfgate.store.uploads import UploadOutcome, store_document
 
@@ -25,12 +25,18 @@ def command(
     """Store results documents (perfgate/results@1 JSON files).
 
     Every file is validated before anything is stored, and each document is stored whole or not
-    at all. Uploading the same document again changes nothing.
+    at all. Uploading the same document again changes nothing. With --server the documents go
+    to a perfgate server (an upload-scoped --token) instead of a database.
     """
-    if server:
-        raise NotImplementedYetError("upload --server is not implemented yet; use --db")
     limit = parse_byte_size(max_size, source="--max-size")
     documents = [load_document(path, max_bytes=limit) for path in files]
+    if server:
+        from perfgate.server_client import upload_document
+
+        for path, document in zip(files, documents, strict=True):
+            sent = upload_document(document, server=server, token=token)
+            click.echo(f"{path}: {describe_server(sent)}")
+        return
     with open_store(db_url) as store:
         for path, document in zip(files, documents, strict=True):
             click.echo(f"{path}: {describe(store_document(store.sessions, document))}")
@@ -45,3 +51,12 @@ def describe(outcome: UploadOutcome) -> str:
         f"stored {what}: {outcome.benchmarks} benchmarks, {outcome.measurements} metrics, "
         f"{outcome.samples} samples, {outcome.ops} profile rows"
     )
+
+
+def describe_server(sent: ServerUpload) -> str:
+    """One line saying what an upload to a server did."""
+    if not sent.created:
+        return (
+            f"run {sent.run_id} was already on {sent.server} with the same content; nothing to do"
+        )
+    return f"stored run {sent.run_id} on {sent.server}"

@@ -32,6 +32,13 @@ def summarize(samples: Sequence[float]) -> Summary:
     )
 
 
+def stored_median_ci(samples: Sequence[float]) -> tuple[float, float] | None:
+    """The median's 95% CI as the store keeps it: none below 6 samples, where no such CI exists."""
+    if len(samples) < 6:
+        return None
+    return median_ci(samples)
+
+
 def summarize_value(value: float) -> Summary:
     """The summary of a single exact value (n = 1, no spread)."""
     return Summary(n=1, median=value, iqr=0.0, min=value, max=value)

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from perfgate.results import ResultsDocument, parse_document
-from perfgate.stats.summary import summarize, summarize_value
+from perfgate.stats.summary import stored_median_ci, summarize, summarize_value
 from perfgate.store import models
 from perfgate.store.repository import pack_samples, unpack_samples
 
@@ -80,9 +80,11 @@ def child_rows(
             }
         )
         for metric_name, metric in bench.metrics.items():
+            ci: tuple[float, float] | None = None
             if metric.samples is not None:
                 summary = summarize(metric.samples)
                 blob: bytes | None = pack_samples(metric.samples)
+                ci = stored_median_ci(metric.samples)
             else:
                 assert metric.value is not None
                 summary = summarize_value(metric.value)
@@ -100,6 +102,8 @@ def child_rows(
                     "iqr": summary.iqr,
                     "min": summary.min,
                     "max": summary.max,
+                    "ci_low": ci[0] if ci else None,
+                    "ci_high": ci[1] if ci else None,
                     "samples": blob,
                     "rounds": metric.rounds,
                     "value": metric.value,

@@ -185,6 +185,10 @@ class Measurement(Base):
     iqr: Mapped[float] = mapped_column(Double)
     min: Mapped[float] = mapped_column(Double)
     max: Mapped[float] = mapped_column(Double)
+    # The 95% CI of the median (perfgate.stats.summary.median_ci; NULL under 6 samples), kept
+    # so the trend query never reads samples.
+    ci_low: Mapped[float | None] = mapped_column(Double)
+    ci_high: Mapped[float | None] = mapped_column(Double)
     # Little-endian float64, one per sample: 8 bytes a sample on both backends.
     samples: Mapped[bytes | None] = mapped_column(LargeBinary)
     rounds: Mapped[list[int] | None] = mapped_column(JSON)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from perfgate.errors import ConflictError, DatabaseError
+from perfgate.errors import ConflictError, DatabaseError, DocumentError
 from perfgate.results import ResultsDocument
 from perfgate.store import models, repository
 from perfgate.store.documents import child_rows, run_row
@@ -47,6 +47,12 @@ def store_document(sessions: sessionmaker[Session], document: ResultsDocument) -
         if existing is None:
             raise
         return _already_stored(document, existing, content_hash)
+    except DataError as exc:
+        # A value the database cannot hold (a NUL byte in a string, an integer out of range) is
+        # the document's fault, not the database's: bad input, exit 2 / HTTP 422.
+        raise DocumentError(
+            f"the database refused a value of run {document.run.id}: {describe_db_error(exc)}"
+        ) from None
     except DBAPIError as exc:
         url = mask_url(sessions.kw["bind"].url)
         raise DatabaseError(

@@ -1,0 +1,1 @@
+"""The HTTP service: FastAPI app factory (`create_app`), `/api/v1` routes, auth, dashboard."""

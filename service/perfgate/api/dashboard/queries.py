@@ -1,0 +1,309 @@
+"""Read queries only the dashboard needs: branch overviews, sparklines, latest changes, bases.
+
+Change points are detected at read time (DESIGN §6): the project page runs the detector over
+every benchmark's history on the branch it shows, as `perfgate changes` does, but from the
+summary columns only (no samples). A `DetectionCache` remembers, per process, which branch state
+was last scanned, so a page view after no new run skips the work.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from perfgate.store import models, reads
+
+# Private helpers of the trend use case, shared on purpose: the project page must detect and
+# record change points exactly as `load_series` and `refresh_changes` do.
+from perfgate.store.trends import SeriesPoint, detect_changes, record_changes
+
+SPARKLINE_POINTS = 30
+
+
+@dataclass(frozen=True)
+class LatestChange:
+    run: str
+    commit: str
+    time: datetime
+    ratio: float
+    status: str
+
+
+@dataclass(frozen=True)
+class BenchmarkRow:
+    """One line of a project's page: a benchmark on one branch and metric."""
+
+    key: str
+    name: str
+    unit: str | None
+    direction: str | None
+    runs: int
+    latest: float | None
+    sparkline: list[float]
+    # Index into `sparkline` of each change point inside the sparkline's window.
+    sparkline_changes: list[int]
+    change: LatestChange | None
+
+
+def default_branch(session: Session, *, project_id: int) -> str | None:
+    """`main`, else `master`, else the branch with the most runs (None without any run)."""
+    rows = session.execute(
+        select(models.Run.branch, func.count())
+        .where(models.Run.project_id == project_id, models.Run.branch.is_not(None))
+        .group_by(models.Run.branch)
+    )
+    counts = {branch: count for branch, count in rows if branch is not None}
+    for preferred in ("main", "master"):
+        if preferred in counts:
+            return preferred
+    if not counts:
+        return None
+    return max(sorted(counts), key=lambda b: counts[b])
+
+
+def series_branches(session: Session, *, benchmark_id: int, metric: str) -> list[str]:
+    """Branches on which a benchmark has `metric` measurements (the trend page's filter)."""
+    rows = session.scalars(
+        select(models.Measurement.branch)
+        .where(
+            models.Measurement.benchmark_id == benchmark_id,
+            models.Measurement.metric == metric,
+            models.Measurement.branch.is_not(None),
+        )
+        .distinct()
+    )
+    return sorted(b for b in rows if b is not None)
+
+
+def benchmark_metrics(session: Session, *, benchmark_id: int) -> list[str]:
+    """Metrics ever measured for a benchmark, `time` first."""
+    rows = set(
+        session.scalars(
+            select(models.Measurement.metric)
+            .where(models.Measurement.benchmark_id == benchmark_id)
+            .distinct()
+        )
+    )
+    return sorted(rows, key=lambda m: (m != "time", m))
+
+
+def branch_metrics(
+    session: Session, *, project_id: int, branch: str, window: int = SPARKLINE_POINTS
+) -> list[str]:
+    """Metrics measured in the branch's recent runs, `time` first (the project page's filter)."""
+    recent = (
+        select(models.Run.id)
+        .where(models.Run.project_id == project_id, models.Run.branch == branch)
+        .order_by(models.Run.started_at.desc())
+        .limit(window)
+    )
+    rows = set(
+        session.scalars(
+            select(models.Measurement.metric)
+            .where(models.Measurement.run_id.in_(recent))
+            .distinct()
+        )
+    )
+    return sorted(rows, key=lambda m: (m != "time", m))
+
+
+def previous_commit(
+    session: Session, *, project_id: int, branch: str, before: datetime, other_than: str
+) -> str | None:
+    """The newest commit measured on `branch` before `before` that is not `other_than`."""
+    return session.scalar(
+        select(models.Run.commit)
+        .where(
+            models.Run.project_id == project_id,
+            models.Run.branch == branch,
+            models.Run.started_at < before,
+            models.Run.commit != other_than,
+        )
+        .order_by(models.Run.started_at.desc())
+        .limit(1)
+    )
+
+
+BranchState = tuple[int, str | None]
+
+
+def branch_state(session: Session, *, project_id: int, branch: str) -> BranchState:
+    """(runs, newest run id) on a branch: it changes whenever a run is stored there."""
+    count = session.scalar(
+        select(func.count())
+        .select_from(models.Run)
+        .where(models.Run.project_id == project_id, models.Run.branch == branch)
+    )
+    last = session.scalar(
+        select(models.Run.id)
+        .where(models.Run.project_id == project_id, models.Run.branch == branch)
+        .order_by(models.Run.started_at.desc(), models.Run.id.desc())
+        .limit(1)
+    )
+    return int(count or 0), last
+
+
+class DetectionCache:
+    """Which (project, branch, metric) was scanned at which branch state, in this process."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[int, str, str], BranchState] = {}
+        self._lock = threading.Lock()
+
+    def fresh(self, key: tuple[int, str, str], state: BranchState) -> bool:
+        with self._lock:
+            return self._seen.get(key) == state
+
+    def remember(self, key: tuple[int, str, str], state: BranchState) -> None:
+        with self._lock:
+            self._seen[key] = state
+
+
+def detect_branch(
+    sessions: sessionmaker[Session],
+    *,
+    project_id: int,
+    branch: str,
+    metric: str,
+    cache: DetectionCache,
+) -> None:
+    """Detect and store change points in every benchmark's `metric` history on `branch`."""
+    key = (project_id, branch, metric)
+    with sessions() as session, session.begin():
+        state = branch_state(session, project_id=project_id, branch=branch)
+        if cache.fresh(key, state):
+            return
+        rows = session.execute(
+            select(
+                models.Measurement.benchmark_id,
+                models.Measurement.run_id,
+                models.Run.commit,
+                models.Measurement.started_at,
+                models.Measurement.median,
+                models.Measurement.n,
+            )
+            .join(models.Run, models.Run.id == models.Measurement.run_id)
+            .join(models.Benchmark, models.Benchmark.id == models.Measurement.benchmark_id)
+            .where(
+                models.Benchmark.project_id == project_id,
+                models.Measurement.metric == metric,
+                models.Measurement.branch == branch,
+            )
+            # The same order as the trend use case, so both cut the series at the same runs.
+            .order_by(
+                models.Measurement.benchmark_id,
+                models.Measurement.started_at,
+                models.Measurement.run_id,
+            )
+        )
+        series: dict[int, list[SeriesPoint]] = defaultdict(list)
+        for benchmark_id, run_id, commit, started_at, median, n in rows:
+            series[benchmark_id].append(
+                SeriesPoint(run=run_id, commit=commit, time=started_at, median=median, ci=None, n=n)
+            )
+        for benchmark_id, points in series.items():
+            if len(points) >= 2:
+                record_changes(
+                    session,
+                    project_id=project_id,
+                    benchmark_id=benchmark_id,
+                    metric=metric,
+                    branch=branch,
+                    points=points,
+                    changes=detect_changes(points),
+                )
+    cache.remember(key, state)
+
+
+def benchmark_rows(
+    session: Session, *, project_id: int, branch: str, metric: str, window: int = SPARKLINE_POINTS
+) -> list[BenchmarkRow]:
+    """Every benchmark of a project with its recent medians and latest change on `branch`."""
+    benchmarks = reads.list_benchmarks(session, project_id=project_id)
+    recent_runs = list(
+        session.scalars(
+            select(models.Run.id)
+            .where(models.Run.project_id == project_id, models.Run.branch == branch)
+            .order_by(models.Run.started_at.desc(), models.Run.id.desc())
+            .limit(window)
+        )
+    )
+    recent: dict[int, list[tuple[datetime, str, float, str, str]]] = defaultdict(list)
+    if recent_runs:
+        for benchmark_id, started, run_id, median, unit, direction in session.execute(
+            select(
+                models.Measurement.benchmark_id,
+                models.Measurement.started_at,
+                models.Measurement.run_id,
+                models.Measurement.median,
+                models.Measurement.unit,
+                models.Measurement.direction,
+            ).where(models.Measurement.run_id.in_(recent_runs), models.Measurement.metric == metric)
+        ):
+            recent[benchmark_id].append((started, run_id, median, unit, direction))
+    counts: dict[int, int] = dict(
+        session.execute(
+            select(models.Measurement.benchmark_id, func.count())
+            .join(models.Benchmark, models.Benchmark.id == models.Measurement.benchmark_id)
+            .where(
+                models.Benchmark.project_id == project_id,
+                models.Measurement.metric == metric,
+                models.Measurement.branch == branch,
+            )
+            .group_by(models.Measurement.benchmark_id)
+        ).all()
+    )
+    changes = _changes_by_benchmark(session, project_id=project_id, branch=branch, metric=metric)
+    result = []
+    for bench in benchmarks:
+        points = sorted(recent.get(bench.id, []), key=lambda p: (p[0], p[1]))
+        run_ids = [p[1] for p in points]
+        bench_changes = changes.get(bench.id, [])
+        result.append(
+            BenchmarkRow(
+                key=bench.key,
+                name=bench.name,
+                unit=points[-1][3] if points else None,
+                direction=points[-1][4] if points else None,
+                runs=int(counts.get(bench.id, 0)),
+                latest=points[-1][2] if points else None,
+                sparkline=[p[2] for p in points],
+                sparkline_changes=[run_ids.index(c.run) for c in bench_changes if c.run in run_ids],
+                change=bench_changes[-1] if bench_changes else None,
+            )
+        )
+    return result
+
+
+def _changes_by_benchmark(
+    session: Session, *, project_id: int, branch: str, metric: str
+) -> dict[int, list[LatestChange]]:
+    """Stored change points per benchmark, oldest first (dismissed ones left out)."""
+    rows = session.execute(
+        select(models.ChangePoint, models.Run.started_at)
+        .join(models.Run, models.Run.id == models.ChangePoint.run_id)
+        .where(
+            models.ChangePoint.project_id == project_id,
+            models.ChangePoint.branch == branch,
+            models.ChangePoint.metric == metric,
+            models.ChangePoint.status != "dismissed",
+        )
+        .order_by(models.Run.started_at, models.ChangePoint.id)
+    )
+    found: dict[int, list[LatestChange]] = defaultdict(list)
+    for change, started in rows:
+        found[change.benchmark_id].append(
+            LatestChange(
+                run=change.run_id,
+                commit=change.commit,
+                time=started,
+                ratio=change.ratio,
+                status=change.status,
+            )
+        )
+    return found

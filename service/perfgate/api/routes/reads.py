@@ -1,0 +1,152 @@
+"""Read routes: projects, benchmarks, one benchmark's series, and comparisons."""
+
+from __future__ import annotations
+
+import functools
+import math
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import TypeAdapter
+
+from perfgate.api.auth import authorize, visible_projects
+from perfgate.api.deps import SessionDep, SessionsDep
+from perfgate.api.routes import errors
+from perfgate.api.routes.runs import ProjectQuery
+from perfgate.api.schemas import (
+    BenchmarkOut,
+    BenchmarksOut,
+    ComparisonOut,
+    ProjectOut,
+    ProjectsOut,
+    SeriesOut,
+)
+from perfgate.report.comparison_json import comparison_to_json
+from perfgate.stats.compare import CompareSettings
+from perfgate.store import comparisons, reads
+from perfgate.store.trends import Series, load_series
+
+router = APIRouter(prefix="/api/v1", tags=["reads"])
+
+
+@router.get("/projects", response_model=ProjectsOut, responses=errors(401))
+def list_projects(*, request: Request, session: SessionDep) -> ProjectsOut:
+    """The projects the caller may read (all of them on a public-read server), by name."""
+    names = visible_projects(request, session)
+    return ProjectsOut(
+        projects=[ProjectOut.of(p) for p in reads.list_projects(session, names=names)]
+    )
+
+
+@router.get("/benchmarks", response_model=BenchmarksOut, responses=errors(401, 403, 404))
+def list_benchmarks(
+    *, request: Request, session: SessionDep, project: ProjectQuery
+) -> BenchmarksOut:
+    """Every benchmark instance of a project, by key."""
+    authorize(request, session, project=project, scope="read")
+    project_row = reads.get_project(session, name=project)
+    return BenchmarksOut(
+        project=project,
+        benchmarks=[
+            BenchmarkOut.of(b) for b in reads.list_benchmarks(session, project_id=project_row.id)
+        ],
+    )
+
+
+@router.get("/series", response_model=SeriesOut, responses=errors(401, 403, 404))
+def get_series(
+    *,
+    request: Request,
+    session: SessionDep,
+    sessions: SessionsDep,
+    project: ProjectQuery,
+    key: Annotated[str, Query(min_length=1, max_length=1000, description="Benchmark key.")],
+    metric: Annotated[str, Query(min_length=1, max_length=64)] = "time",
+    branch: Annotated[str, Query(min_length=1, max_length=255)] = "main",
+    since: Annotated[datetime | None, Query(description="Only runs started at or after.")] = None,
+    until: Annotated[datetime | None, Query(description="Only runs started before.")] = None,
+) -> Response:
+    """One benchmark's history on a branch, oldest first, with its change points.
+
+    Served from the trend index (benchmark, metric, branch, started_at): one range scan.
+    """
+    authorize(request, session, project=project, scope="read")
+    session.close()  # load_series owns its own transaction
+    series = load_series(
+        sessions, project=project, key=key, metric=metric, branch=branch, since=since, until=until
+    )
+    # A whole history is thousands of points: the store's dataclasses, which have exactly
+    # SeriesOut's fields, are serialised by pydantic-core in one pass, with no per-point models.
+    return Response(_series_json().dump_json(series), media_type="application/json")
+
+
+@router.get("/compare", response_model=ComparisonOut, responses=errors(400, 401, 403, 404))
+def compare(
+    *,
+    request: Request,
+    session: SessionDep,
+    sessions: SessionsDep,
+    project: ProjectQuery,
+    base: Annotated[
+        str, Query(min_length=1, max_length=255, description="Commit, prefix or branch.")
+    ],
+    head: Annotated[
+        str, Query(min_length=1, max_length=255, description="Commit, prefix or branch.")
+    ],
+    threshold: Annotated[float, Query(ge=0, le=100)] = 0.03,
+    alpha: Annotated[float, Query(gt=0, lt=1)] = 0.05,
+    base_branch: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=255,
+            description="Branch whose nearest earlier run stands in for a base without data.",
+        ),
+    ] = "main",
+) -> JSONResponse:
+    """The comparison document of `perfgate compare BASE HEAD --format json` (same JSON).
+
+    Runs of one commit are pooled; earlier runs of the base branch give the history noise model.
+    """
+    authorize(request, session, project=project, scope="read")
+    project_id = reads.get_project(session, name=project).id
+    head_side = comparisons.require_documents(
+        comparisons.resolve_side(session, project_id=project_id, ref=head), f"head {head}"
+    )
+    base_side = comparisons.require_documents(
+        comparisons.resolve_side(
+            session,
+            project_id=project_id,
+            ref=base,
+            fallback_branch=base_branch,
+            before=head_side.started_at,
+        ),
+        f"base {base}",
+    )
+    session.close()
+    history = comparisons.history_for(sessions, base=base_side)
+    comparison = comparisons.compare_sides(
+        base_side,
+        head_side,
+        settings=CompareSettings(alpha=alpha, threshold=threshold),
+        history=history,
+    )
+    return JSONResponse(finite(comparison_to_json(comparison)))
+
+
+@functools.cache
+def _series_json() -> TypeAdapter[Series]:
+    return TypeAdapter(Series)
+
+
+def finite(value: Any) -> Any:
+    """The same data with NaN and infinities as null, which JSON can carry."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value

@@ -1,0 +1,355 @@
+"""Dashboard pages over real HTTP: status codes, content, escaping, login, PR-comment tables."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import httpx
+import pytest
+from dashhelpers import (
+    FEATURE_BRANCH,
+    FEATURE_RUNS,
+    HOSTILE_NAME,
+    HOSTILE_PROJECT,
+    MAIN_RUNS,
+    PROJECT,
+    SHIFT_AT,
+    SHIFTED_KEY,
+    LiveServer,
+    Seeded,
+    commit_of,
+)
+from markupsafe import escape
+
+from perfgate.report.markdown import render_markdown
+from perfgate.stats.compare import CompareSettings
+
+PROJECT_PATH = f"/p/{PROJECT}"
+
+
+def trend_path(key: str, **query: str) -> str:
+    return f"{PROJECT_PATH}/trend?{urlencode({'key': key, **query})}"
+
+
+def chart_data(page: str) -> dict[str, Any]:
+    found = re.search(r'<script type="application/json" id="trend-data">(.*?)</script>', page, re.S)
+    assert found, "the trend page embeds no chart data"
+    data: dict[str, Any] = json.loads(found.group(1))
+    return data
+
+
+class TableCells(HTMLParser):
+    """Every table's rows as lists of cell texts, in document order."""
+
+    def __init__(self, root_id: str) -> None:
+        super().__init__()
+        self.root_id = root_id
+        self.depth = 0  # > 0 inside the element with id root_id
+        self.tables: list[list[list[str]]] = []
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.depth:
+            self.depth += 1
+        elif dict(attrs).get("id") == self.root_id:
+            self.depth = 1
+        if not self.depth:
+            return
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self.cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.depth:
+            return
+        self.depth -= 1
+        if tag in ("td", "th") and self.cell is not None:
+            self.tables[-1][-1].append("".join(self.cell).strip())
+            self.cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def page_tables(page: str, root_id: str = "comment") -> list[list[list[str]]]:
+    parser = TableCells(root_id)
+    parser.feed(page)
+    return parser.tables
+
+
+def markdown_tables(markdown: str) -> list[list[list[str]]]:
+    """The tables of the PR comment, cells unescaped as GitHub shows them (no `code` ticks)."""
+    tables: list[list[list[str]]] = []
+    previous_was_row = False
+    for line in markdown.splitlines():
+        if not line.startswith("|"):
+            previous_was_row = False
+            continue
+        if re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", line):
+            continue
+        if not previous_was_row:
+            tables.append([])
+        cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+        tables[-1].append([c.strip().replace("\\|", "|").strip("`") for c in cells])
+        previous_was_row = True
+    return tables
+
+
+@pytest.fixture
+def client(backend_server: tuple[LiveServer, Seeded]) -> Iterator[httpx.Client]:
+    server, _ = backend_server
+    with httpx.Client(base_url=server.url, timeout=60) as c:
+        yield c
+
+
+@pytest.fixture
+def seeded(backend_server: tuple[LiveServer, Seeded]) -> Seeded:
+    return backend_server[1]
+
+
+def test_projects_page_lists_projects_with_names_escaped(client: httpx.Client) -> None:
+    page = client.get("/")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert f'href="/p/{PROJECT}"' in page.text
+    assert str(escape(HOSTILE_PROJECT)) in page.text
+    assert HOSTILE_PROJECT not in page.text
+    assert "<b>" not in page.text
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+
+
+def test_project_page_shows_each_benchmark_with_sparkline_and_latest_change(
+    client: httpx.Client, seeded: Seeded
+) -> None:
+    page = client.get(PROJECT_PATH)
+    assert page.status_code == 200
+    rows = re.findall(r'<tr data-key="([^"]+)">(.*?)</tr>', page.text, re.S)
+    keys = [html.unescape(k) for k, _ in rows]
+    assert sorted(keys) == sorted(b["key"] for b in seeded.main[0]["benchmarks"])
+    for key, body in rows:
+        assert 'class="sparkline"' in body
+        assert body.count("<polyline") == 1
+        if html.unescape(key) == SHIFTED_KEY:
+            # The planted +30% shift: detected on this page view, marked in the sparkline.
+            assert "spark-change" in body
+            assert "+30" in body or "+29" in body or "+31" in body
+            assert "status-open" in body
+            assert commit_of(SHIFT_AT)[:7] in body
+        else:
+            assert "spark-change" not in body
+            assert "status-" not in body
+    # The feature branch has no shift: no change on its page.
+    feature = client.get(PROJECT_PATH, params={"branch": FEATURE_BRANCH})
+    assert feature.status_code == 200
+    assert "status-open" not in feature.text
+    assert f'<option value="{FEATURE_BRANCH}" selected>' in feature.text
+
+
+def test_trend_page_embeds_points_and_change_points_per_branch(client: httpx.Client) -> None:
+    page = client.get(trend_path(SHIFTED_KEY))
+    assert page.status_code == 200
+    data = chart_data(page.text)
+    assert data["branch"] == "main"
+    assert len(data["points"]) == MAIN_RUNS
+    assert data["change_points"] == [SHIFT_AT]
+    shifted = data["points"][SHIFT_AT]
+    assert shifted["commit"] == commit_of(SHIFT_AT)
+    assert shifted["url"] == f"/p/{PROJECT}/runs/{shifted['run']}"
+    assert shifted["change"]["status"] == "open"
+    assert all(p["ci"] and p["ci"][0] <= p["median"] <= p["ci"][1] for p in data["points"])
+    # The vendored chart library, never a CDN.
+    assert "/static/vendor/uplot/uPlot.iife.min.js" in page.text
+    assert "https://" not in page.text.split("<main>")[0]
+
+    feature = client.get(trend_path(SHIFTED_KEY, branch=FEATURE_BRANCH))
+    assert feature.status_code == 200
+    feature_data = chart_data(feature.text)
+    assert len(feature_data["points"]) == FEATURE_RUNS
+    assert feature_data["change_points"] == []
+
+
+def test_trend_page_errors_are_html_pages(client: httpx.Client) -> None:
+    unknown = client.get(trend_path("no-such-benchmark"))
+    assert unknown.status_code == 404
+    assert unknown.headers["content-type"].startswith("text/html")
+    assert "no-such-benchmark" in unknown.text
+    empty_branch = client.get(trend_path(SHIFTED_KEY, branch="nowhere"))
+    assert empty_branch.status_code == 404
+    # The filter stays on the page so a person can pick another branch.
+    assert 'id="trend-filters"' in empty_branch.text
+    assert client.get("/p/no/such-project").status_code == 404
+    assert client.get(f"{PROJECT_PATH}/trend").status_code == 404
+
+
+def test_hostile_benchmark_name_is_escaped_everywhere(client: httpx.Client, seeded: Seeded) -> None:
+    project_page = client.get(f"/p/{quote(HOSTILE_PROJECT, safe='/')}")
+    assert project_page.status_code == 200
+    assert HOSTILE_NAME not in project_page.text
+    assert str(escape(HOSTILE_NAME)) in project_page.text
+    trend = client.get(
+        f"/p/{quote(HOSTILE_PROJECT, safe='/')}/trend", params={"key": seeded.hostile_key}
+    )
+    assert trend.status_code == 200
+    assert HOSTILE_NAME not in trend.text
+    # In the chart's JSON the markup is \u003c-escaped, so it cannot close the script element.
+    assert chart_data(trend.text)["key"] == seeded.hostile_key
+
+
+def test_run_page_renders_the_pr_comment_tables(client: httpx.Client, seeded: Seeded) -> None:
+    head = seeded.main[SHIFT_AT]["run"]
+    page = client.get(f"{PROJECT_PATH}/runs/{head['id']}")
+    assert page.status_code == 200
+    assert "1 regression" in page.text
+    assert f"/p/{PROJECT}/runs/{seeded.main[SHIFT_AT - 1]['run']['id']}" in page.text
+
+    # The same comparison made the CLI's way (`perfgate compare BASE HEAD` on the store) gives
+    # the PR comment; the page must show its tables cell for cell.
+    from perfgate.cli.compare import build_comparison
+
+    comparison = build_comparison(
+        base=commit_of(SHIFT_AT - 1),
+        head=commit_of(SHIFT_AT),
+        settings=CompareSettings(),
+        project=PROJECT,
+        base_branch="main",
+        db_url=seeded.url,
+        max_bytes=1 << 30,
+    )
+    expected = markdown_tables(render_markdown(comparison, limit=1 << 40))
+    shown = page_tables(page.text)
+    assert len(expected) >= 3  # changes, the ops behind the regression, all results
+    assert shown == expected
+    regression_rows = [row for table in shown for row in table if "regression" in row[-1]]
+    assert regression_rows and regression_rows[0][0] == SHIFTED_KEY
+    assert any(row[0] == "aten::copy_" for table in shown for row in table)
+
+
+def test_compare_page_and_run_without_base(client: httpx.Client, seeded: Seeded) -> None:
+    page = client.get(
+        f"{PROJECT_PATH}/compare",
+        params={"base": commit_of(SHIFT_AT - 1), "head": commit_of(SHIFT_AT)},
+    )
+    assert page.status_code == 200
+    assert "1 regression" in page.text
+    # The PR comment links to SERVER/compare?project=&base=&head= (perfgate comment --server).
+    query = {"project": PROJECT, "base": commit_of(SHIFT_AT - 1), "head": commit_of(SHIFT_AT)}
+    link = client.get("/compare", params=query)
+    assert link.status_code == 303
+    assert link.headers["location"] == (
+        f"{PROJECT_PATH}/compare?{urlencode({'base': query['base'], 'head': query['head']})}"
+    )
+    assert client.get(link.headers["location"]).text == page.text
+    first = seeded.main[0]["run"]["id"]
+    lonely = client.get(f"{PROJECT_PATH}/runs/{first}")
+    assert lonely.status_code == 200
+    assert 'id="no-base"' in lonely.text
+    nobody = "00000000-0000-4000-8000-000000000000"
+    assert client.get(f"{PROJECT_PATH}/runs/{nobody}").status_code == 404
+    missing = client.get(f"{PROJECT_PATH}/compare", params={"base": "main", "head": "deadbeef"})
+    assert missing.status_code == 404
+
+
+def test_static_assets_ship_the_chart_library_and_its_license(client: httpx.Client) -> None:
+    script = client.get("/static/vendor/uplot/uPlot.iife.min.js")
+    assert script.status_code == 200
+    assert "uPlot" in script.text[:200]
+    assert "MIT License" in client.get("/static/vendor/uplot/LICENSE").text
+    assert client.get("/static/trend.js").status_code == 200
+    assert client.get("/static/../pages.py").status_code == 404
+
+
+# --- a private server: the login page, the cookie, and who may see what -----------------------
+
+
+@pytest.fixture
+def private(private_server: LiveServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=private_server.url, timeout=60) as c:
+        yield c
+
+
+def test_private_pages_redirect_to_login(private: httpx.Client) -> None:
+    for path in ("/", PROJECT_PATH, trend_path(SHIFTED_KEY)):
+        answer = private.get(path)
+        assert answer.status_code == 303, path
+        assert answer.headers["location"] == f"/login?next={quote(path, safe='')}"
+    login = private.get("/login", params={"next": PROJECT_PATH})
+    assert login.status_code == 200
+    assert 'type="password"' in login.text
+    assert f'value="{PROJECT_PATH}"' in login.text
+
+
+def test_private_pages_accept_a_bearer_token_for_their_project_only(
+    private: httpx.Client, seeded_sqlite: Seeded
+) -> None:
+    auth = {"Authorization": f"Bearer {seeded_sqlite.read_token}"}
+    assert private.get(PROJECT_PATH, headers=auth).status_code == 200
+    projects = private.get("/", headers=auth)
+    assert projects.status_code == 200
+    assert f'href="/p/{PROJECT}"' in projects.text
+    assert "evil" not in projects.text
+    other = private.get(f"/p/{quote(HOSTILE_PROJECT, safe='/')}", headers=auth)
+    assert other.status_code == 403
+    assert other.headers["content-type"].startswith("text/html")
+
+
+def test_login_sets_an_httponly_strict_cookie_and_logout_clears_it(
+    private: httpx.Client, seeded_sqlite: Seeded
+) -> None:
+    wrong = private.post("/login", data={"token": "pg_not-a-token", "next": PROJECT_PATH})
+    assert wrong.status_code == 401
+    assert "unknown or revoked" in wrong.text
+    assert "set-cookie" not in wrong.headers
+
+    good = private.post("/login", data={"token": seeded_sqlite.read_token, "next": PROJECT_PATH})
+    assert good.status_code == 303
+    assert good.headers["location"] == PROJECT_PATH
+    cookie = good.headers["set-cookie"]
+    assert cookie.startswith(f"perfgate_token={seeded_sqlite.read_token};")
+    lowered = cookie.lower()
+    assert "httponly" in lowered and "samesite=strict" in lowered and "path=/" in lowered
+    assert "secure" not in lowered  # served over plain http here; https gets Secure
+    assert private.get(PROJECT_PATH).status_code == 200  # the client keeps the cookie
+
+    out = private.post("/logout")
+    assert out.status_code == 303
+    assert 'perfgate_token=""' in out.headers["set-cookie"]
+    assert "max-age=0" in out.headers["set-cookie"].lower()
+    assert private.get(PROJECT_PATH).status_code == 303
+
+
+def test_login_refuses_other_sites_and_foreign_redirects(
+    private: httpx.Client, seeded_sqlite: Seeded
+) -> None:
+    forged = private.post(
+        "/login",
+        data={"token": seeded_sqlite.read_token},
+        headers={"Origin": "http://evil.example"},
+    )
+    assert forged.status_code == 403
+    assert "set-cookie" not in forged.headers
+    for target in ("//evil.example/x", "https://evil.example/", "javascript:alert(1)", "/\\evil"):
+        answer = private.post("/login", data={"token": seeded_sqlite.read_token, "next": target})
+        assert answer.status_code == 303
+        assert answer.headers["location"] == "/", target
+        private.cookies.clear()
+
+
+def test_a_revoked_token_in_the_cookie_is_dropped(
+    private: httpx.Client, seeded_sqlite: Seeded
+) -> None:
+    private.cookies.set("perfgate_token", seeded_sqlite.revoked_token)
+    answer = private.get(PROJECT_PATH)
+    assert answer.status_code == 303
+    assert answer.headers["location"].startswith("/login?next=")
+    assert 'perfgate_token=""' in answer.headers["set-cookie"]
