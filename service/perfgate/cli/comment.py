@@ -2,11 +2,38 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from urllib.parse import urlencode
 
 import click
 
-from perfgate.errors import NotImplementedYetError
+from perfgate.config import ENV_SERVER, GitHubContext
+from perfgate.errors import DocumentError, InputError, UsageError
+
+
+def dashboard_url(
+    server: str | None, *, project: str | None, base: str | None, head: str | None
+) -> str | None:
+    """The service's comparison page for this pair (when a perfgate server is configured)."""
+    if not server or not project or not base or not head:
+        return None
+    query = urlencode({"project": project, "base": base, "head": head})
+    return f"{server.rstrip('/')}/compare?{query}"
+
+
+def _load(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(
+            f"{path}: no such file (write it with "
+            f"`perfgate compare BASE HEAD --format json --out {path}`)"
+        ) from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    except ValueError as exc:
+        raise DocumentError(f"not JSON ({exc})", source=str(path)) from None
 
 
 @click.command("comment")
@@ -30,8 +57,98 @@ from perfgate.errors import NotImplementedYetError
     type=click.Choice(["always", "on-change", "on-regression"]),
     default="always",
     show_default=True,
-    help="When to post the comment.",
+    help="When to post a new comment (an existing one is always kept up to date).",
 )
-def command(**_options: object) -> None:
-    """Post a comparison (perfgate/comparison@1 JSON) to the pull request."""
-    raise NotImplementedYetError("perfgate comment is not implemented yet")
+@click.option(
+    "--server",
+    envvar=ENV_SERVER,
+    show_envvar=True,
+    metavar="URL",
+    help="perfgate server whose dashboard the comment links to.",
+)
+def command(
+    *,
+    comparison: Path,
+    repo: str | None,
+    pr: int | None,
+    sha: str | None,
+    token: str | None,
+    api_url: str,
+    mode: str,
+    server: str | None,
+) -> None:
+    """Post a comparison (perfgate/comparison@1 JSON) to the pull request.
+
+    One comment per PR, edited in place; a commit status (context `perfgate`) and a check run on
+    the head commit. Inside GitHub Actions the same markdown goes to the job summary first, and
+    each regression becomes a warning annotation.
+    """
+    from perfgate.github.actions import warning_command, write_step_summary
+    from perfgate.report.checks import regression_annotations
+    from perfgate.report.comparison_json import comparison_from_json
+    from perfgate.report.markdown import Links, render_markdown
+
+    found = comparison_from_json(_load(comparison), source=str(comparison))
+    context = GitHubContext.from_env()
+    links = Links(
+        run_url=context.run_url,
+        dashboard_url=dashboard_url(
+            server, project=repo, base=found.base.commit, head=found.head.commit
+        ),
+    )
+    markdown = render_markdown(found, links=links)
+
+    # Written before GitHub is called: a GitHub failure loses nothing.
+    if context.step_summary:
+        try:
+            write_step_summary(context.step_summary, markdown)
+            click.echo(f"wrote the job summary ({context.step_summary})", err=True)
+        except InputError as exc:  # the comment can still carry the verdict
+            click.echo(f"warning: {exc}", err=True)
+    if context.actions:
+        for annotation in regression_annotations(found):
+            click.echo(warning_command(annotation))
+
+    if not token:
+        raise UsageError(
+            "no GitHub token: pass --token or set GITHUB_TOKEN "
+            "(in a workflow: `env: GITHUB_TOKEN: ${{ github.token }}`)"
+        )
+    from perfgate.github.client import GitHub3API
+    from perfgate.github.event import read_event
+    from perfgate.github.publish import publish, resolve_target
+    from perfgate.github.retry import Backoff
+
+    event = read_event(context.event_path, name=context.event_name)
+    target = resolve_target(repo=repo, pr=pr, sha=sha, event=event, github_sha=context.sha)
+    backoff = Backoff()
+
+    def notify(message: str) -> None:
+        click.echo(
+            f"::warning::{message}" if context.actions else f"warning: {message}",
+            err=not context.actions,
+        )
+
+    def progress(message: str) -> None:
+        click.echo(message, err=True)
+
+    api = GitHub3API(
+        api_url=api_url, token=token, repo=target.repo, backoff=backoff, notify=progress
+    )
+    outcome = publish(
+        api,
+        found,
+        target,
+        markdown=markdown,
+        mode=mode,
+        details_url=links.dashboard_url or links.run_url,
+        backoff=backoff,
+        notify=notify,
+    )
+    click.echo(
+        f"comment: {outcome.comment}" + (f" {outcome.comment_url}" if outcome.comment_url else "")
+    )
+    click.echo(f"status: {outcome.status}")
+    click.echo(
+        f"check run: {outcome.check}" + (f" {outcome.check_url}" if outcome.check_url else "")
+    )

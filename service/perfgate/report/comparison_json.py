@@ -33,7 +33,7 @@ def _side_info(info: SideInfo) -> dict[str, Any]:
 
 
 def result_to_json(result: MetricResult) -> dict[str, Any]:
-    return {
+    data = {
         "key": result.key,
         "benchmark": result.benchmark,
         "params": result.params,
@@ -63,6 +63,10 @@ def result_to_json(result: MetricResult) -> dict[str, Any]:
             for d in result.attribution
         ],
     }
+    if result.history:
+        # Optional: base-branch medians (oldest first) behind the comment's trend chart.
+        data["history"] = list(result.history)
+    return data
 
 
 def comparison_to_json(comparison: Comparison) -> dict[str, Any]:
@@ -151,4 +155,5 @@ def _result(data: dict[str, Any]) -> MetricResult:
         reason=data["reason"],
         noise=data.get("noise"),
         attribution=[OpDelta(**d) for d in data.get("attribution", [])],
+        history=[float(v) for v in data.get("history") or []],
     )

@@ -1,7 +1,17 @@
-"""The comparison as GitHub markdown: the PR comment body and the job summary (no I/O here)."""
+"""The comparison as GitHub markdown: the PR comment body and the job summary (no I/O here).
+
+Layout: the verdict line; the table of regressions and improvements (with a trend sparkline when
+the base branch has history); per regression the ops that moved and a mermaid trend chart;
+warnings; every result folded in `<details>`; links to the CI run and the dashboard. A long suite
+is cut to fit GitHub's 65,536-character comment limit, least important parts first, with a note
+saying what was left out.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from perfgate.report.trend import mermaid_chart, result_sparkline
 from perfgate.report.units import format_change, format_ci, format_value
 from perfgate.report.verdicts import (
     ICONS,
@@ -14,14 +24,25 @@ from perfgate.report.verdicts import (
 )
 from perfgate.stats.model import Comparison, MetricResult
 
-# GitHub refuses comments over 65,536 characters; stay clear of it with room for a footer.
+# GitHub refuses comments over 65,536 characters; stay clear of it with room for a marker.
 COMMENT_LIMIT = 60_000
 TOP_OPS_SHOWN = 5
+WARNINGS_SHOWN = 20
+WARNING_CHARS = 600
+NOISY_NAMED = 5
+# The changes table may take this share of the budget; the rest goes to details and the full table.
+CHANGES_SHARE = 0.45
 
-_TABLE_HEAD = [
-    "| benchmark | metric | base | head | Δ | 95% CI | verdict |",
-    "|---|---|---:|---:|---:|---:|---|",
-]
+_HEAD = "| benchmark | metric | base | head | Δ | 95% CI | verdict |"
+_RULE = "|---|---|---:|---:|---:|---:|---|"
+
+
+@dataclass(frozen=True)
+class Links:
+    """Where a reader goes next: the CI run that measured, the dashboard's comparison page."""
+
+    run_url: str | None = None
+    dashboard_url: str | None = None
 
 
 def headline(comparison: Comparison) -> str:
@@ -37,23 +58,21 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _row(result: MetricResult) -> str:
+def _row(result: MetricResult, *, trend: bool = False) -> str:
     base = format_value(result.base.median, result.unit) if result.base else "—"
     head = format_value(result.head.median, result.unit) if result.head else "—"
-    return (
+    row = (
         f"| `{_cell(result.key)}` | {result.metric} | {base} | {head} | "
         f"{format_change(raw_ratio(result))} | {format_ci(raw_ci(result))} | "
         f"{ICONS[result.verdict]} {result.verdict} |"
     )
+    return row + f" {result_sparkline(result)} |" if trend else row
 
 
 def _ops(result: MetricResult) -> list[str]:
     if not result.attribution:
         return []
     lines = [
-        f"**Ops behind `{_cell(result.key)}` {result.metric} "
-        f"({format_change(raw_ratio(result))})**",
-        "",
         "| op | base µs/call | head µs/call | Δ µs | calls |",
         "|---|---:|---:|---:|---:|",
     ]
@@ -67,49 +86,154 @@ def _ops(result: MetricResult) -> list[str]:
             f"| `{_cell(delta.op)}` | {delta.base_us:.1f} | {delta.head_us:.1f} | "
             f"{delta.delta_us:+.1f} | {calls} |"
         )
+    more = len(result.attribution) - TOP_OPS_SHOWN
+    if more > 0:
+        lines += ["", f"_{more} more ops moved less._"]
+    return lines
+
+
+def _regression_details(result: MetricResult, base_branch: str | None) -> list[str]:
+    """What a reviewer needs to start on one regression: the ops that moved, its trend."""
+    spark = result_sparkline(result)
+    title = f"**`{_cell(result.key)}` {result.metric} {format_change(raw_ratio(result))}**"
+    lines = [f"{title} {spark}".rstrip(), ""]
+    ops = _ops(result)
+    if ops:
+        lines += ["Ops that moved most (self time per call):", "", *ops, ""]
+    elif result.exact:
+        lines += [f"{_cell(result.reason)}", ""]
+    chart = mermaid_chart(result)
+    if chart:
+        where = f"`{base_branch}`" if base_branch else "the base branch"
+        lines += [
+            f"<details><summary>Trend: last {len(result.history)} runs of {where}, then "
+            "base and head</summary>",
+            "",
+            chart,
+            "",
+            "</details>",
+            "",
+        ]
+    return lines
+
+
+def _warnings(comparison: Comparison) -> list[str]:
+    notes = [
+        w if len(w) <= WARNING_CHARS else w[: WARNING_CHARS - 1] + "…" for w in comparison.warnings
+    ]
+    noisy = [r for r in comparison.results if r.verdict == "inconclusive"]
+    if noisy:
+        named = ", ".join(f"`{_cell(r.key)}` {r.metric}" for r in noisy[:NOISY_NAMED])
+        more = f" and {len(noisy) - NOISY_NAMED} more" if len(noisy) > NOISY_NAMED else ""
+        notes.append(
+            f"{len(noisy)} inconclusive (too noisy to decide at this threshold): {named}{more}; "
+            "more rounds (`perfgate run --rounds 3`) or base-branch history narrow the intervals"
+        )
+    if not notes:
+        return []
+    shown = notes[:WARNINGS_SHOWN]
+    lines = ["**Warnings**", "", *(f"- {_cell(w)}" for w in shown)]
+    if len(notes) > len(shown):
+        lines.append(f"- _{len(notes) - len(shown)} more warnings in the comparison JSON_")
     return [*lines, ""]
 
 
-def render_markdown(comparison: Comparison, *, limit: int = COMMENT_LIMIT) -> str:
-    """Headline, changes table, ops behind each regression, warnings, full table folded."""
+def _footer(comparison: Comparison, links: Links) -> list[str]:
+    parts = [
+        f"alpha {comparison.alpha:g} (Benjamini-Hochberg), threshold "
+        f"{comparison.threshold:.1%}; regressions need both"
+    ]
+    if links.run_url:
+        parts.append(f"[CI run]({links.run_url})")
+    if links.dashboard_url:
+        parts.append(f"[dashboard]({links.dashboard_url})")
+    parts.append("perfgate")
+    return [f"<sub>{' · '.join(parts)}</sub>"]
+
+
+def _size(lines: list[str]) -> int:
+    return sum(len(line) + 1 for line in lines)
+
+
+def _take(rows: list[str], budget: int) -> list[str]:
+    """The leading rows that fit in `budget` characters."""
+    taken: list[str] = []
+    used = 0
+    for row in rows:
+        if used + len(row) + 1 > budget:
+            break
+        taken.append(row)
+        used += len(row) + 1
+    return taken
+
+
+def render_markdown(
+    comparison: Comparison, *, limit: int = COMMENT_LIMIT, links: Links | None = None
+) -> str:
+    """The PR comment / job summary for `comparison`, at most `limit` characters."""
+    links = links or Links()
     ordered = severity_order(comparison.results)
     changed = [r for r in ordered if r.verdict in ("regression", "improvement")]
-    lines = [f"### {headline(comparison)}", ""]
-    if changed:
-        lines += [*_TABLE_HEAD, *(_row(r) for r in changed), ""]
-        for result in changed:
-            if result.verdict == "regression":
-                lines += _ops(result)
-    else:
-        lines += ["No benchmark got measurably slower or faster.", ""]
-    if comparison.warnings:
-        lines += ["**Warnings**", "", *(f"- {_cell(w)}" for w in comparison.warnings), ""]
-    head = "\n".join(lines)
+    regressions = [r for r in changed if r.verdict == "regression"]
 
-    footer = [
-        "</details>",
-        "",
-        f"<sub>alpha {comparison.alpha:g} (Benjamini-Hochberg), threshold "
-        f"{comparison.threshold:.1%}; regressions need both · perfgate</sub>",
-    ]
-    details = [
+    top = [f"### {headline(comparison)}", ""]
+    warnings = _warnings(comparison)
+    footer = _footer(comparison, links)
+    # Room kept for notes about what was cut and the folded table's frame.
+    reserve = 600
+    budget = limit - _size(top) - _size(warnings) - _size(footer) - reserve
+
+    changes: list[str] = []
+    if changed:
+        trend = any(result_sparkline(r) for r in changed)
+        head = [_HEAD + (" trend |" if trend else ""), _RULE + ("---|" if trend else "")]
+        rows = [_row(r, trend=trend) for r in changed]
+        fitted = _take(rows, int(budget * CHANGES_SHARE) - _size(head))
+        changes = [*head, *fitted]
+        if len(fitted) < len(rows):
+            changes += [
+                "",
+                f"_{len(rows) - len(fitted)} more changes left out here to stay under GitHub's "
+                "comment size limit; see the full table below and the comparison JSON._",
+            ]
+        changes.append("")
+    else:
+        changes = ["No benchmark got measurably slower or faster.", ""]
+    budget -= _size(changes)
+
+    details: list[str] = []
+    left_out = 0
+    base_branch = comparison.base.branch
+    for result in regressions:
+        block = _regression_details(result, base_branch)
+        # Details may use half of what is left; the full table gets the rest.
+        if _size(details) + _size(block) > budget // 2:
+            left_out = len(regressions) - regressions.index(result)
+            break
+        details += block
+    if left_out:
+        details += [f"_Details of {left_out} more regressions left out to save space._", ""]
+    budget -= _size(details)
+
+    table_rows = _take([_row(r) for r in ordered], budget)
+    table = [
         f"<details><summary>All {len(ordered)} results</summary>",
         "",
-        *_TABLE_HEAD,
+        _HEAD,
+        _RULE,
+        *table_rows,
     ]
-    budget = limit - len(head) - sum(len(x) + 1 for x in footer) - sum(len(x) + 1 for x in details)
-    shown = 0
-    for result in ordered:
-        row = _row(result)
-        if budget - len(row) - 200 < 0:
-            break
-        details.append(row)
-        budget -= len(row) + 1
-        shown += 1
-    if shown < len(ordered):
-        details += [
+    if len(table_rows) < len(ordered):
+        table += [
             "",
-            f"_{len(ordered) - shown} more results left out to stay under GitHub's "
+            f"_{len(ordered) - len(table_rows)} more results left out to stay under GitHub's "
             "comment size limit; see the comparison JSON._",
         ]
-    return head + "\n" + "\n".join([*details, "", *footer]) + "\n"
+    table += ["", "</details>", ""]
+
+    text = "\n".join([*top, *changes, *details, *warnings, *table, *footer]) + "\n"
+    if len(text) > limit:
+        # Only reachable with a tiny limit: keep the verdict and say where the rest is.
+        note = "\n\n_Cut to fit GitHub's size limit; see the comparison JSON._\n"
+        text = text[: max(0, limit - len(note))] + note
+    return text

@@ -341,6 +341,11 @@ def compare_documents(
                 reason=reason,
                 noise=floor.describe(),
                 attribution=attribution,
+                history=[
+                    run[(prior.key, prior.metric)]
+                    for run in history
+                    if (prior.key, prior.metric) in run
+                ],
             )
 
     return Comparison(

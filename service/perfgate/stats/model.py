@@ -61,6 +61,8 @@ class MetricResult:
     reason: str
     noise: str | None = None
     attribution: list[OpDelta] = field(default_factory=list)
+    # Medians of earlier base-branch runs, oldest first (the comment's trend sparkline).
+    history: list[float] = field(default_factory=list)
 
     @property
     def delta(self) -> float | None:

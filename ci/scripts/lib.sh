@@ -1,0 +1,50 @@
+# Helpers shared by the perfgate action's steps (sourced, not run).
+# shellcheck shell=bash
+#
+# Inputs arrive as INPUT_* variables that action.yml sets explicitly (composite actions do not
+# export them). Outputs go to $GITHUB_OUTPUT. perfgate itself is $PERFGATE_BIN (the install
+# step's output) and its Python is $PERFGATE_PY.
+
+PERFGATE_BIN="${PERFGATE_BIN:-perfgate}"
+PERFGATE_PY="${PERFGATE_PY:-python3}"
+
+# Where results, traces and the comparison go; the artifact step uploads this folder.
+pg_out_dir() {
+  printf '%s\n' "${INPUT_OUT_DIR:-${RUNNER_TEMP:-/tmp}/perfgate}"
+}
+
+pg_output() {  # name value: one step output (values never contain newlines here)
+  printf '%s=%s\n' "$1" "$2" >> "${GITHUB_OUTPUT:?GITHUB_OUTPUT is not set}"
+}
+
+pg_notice() { printf '::notice title=perfgate::%s\n' "$*"; }
+pg_warning() { printf '::warning title=perfgate::%s\n' "$*"; }
+pg_error() { printf '::error title=perfgate::%s\n' "$*"; }
+
+pg_true() {  # "true"/"1"/"yes" (any case) -> success
+  case "$(printf '%s' "${1:-}" | tr '[:upper:]' '[:lower:]')" in
+    true | 1 | yes | on) return 0 ;;
+    *) return 1 ;;
+  esac
+}
+
+# Store settings reach perfgate as its own environment variables, never on the command line
+# (a database URL may hold a password; argv is visible to every process on the runner).
+pg_store_env() {
+  if [ -n "${INPUT_DB:-}" ]; then export PERFGATE_DB="$INPUT_DB"; fi
+  if [ -n "${INPUT_SERVER:-}" ]; then export PERFGATE_SERVER="$INPUT_SERVER"; fi
+  if [ -n "${INPUT_SERVER_TOKEN:-}" ]; then export PERFGATE_TOKEN="$INPUT_SERVER_TOKEN"; fi
+}
+
+# One field of the event payload, read as data (never evaluated): pg_event KEY [KEY...]
+pg_event() {
+  [ -n "${GITHUB_EVENT_PATH:-}" ] && [ -f "$GITHUB_EVENT_PATH" ] || return 0
+  "$PERFGATE_PY" - "$GITHUB_EVENT_PATH" "$@" <<'PY'
+import json, sys
+value = json.load(open(sys.argv[1], encoding="utf-8"))
+for key in sys.argv[2:]:
+    value = value.get(key) if isinstance(value, dict) else None
+if isinstance(value, (str, int)) and not isinstance(value, bool):
+    print(value)
+PY
+}

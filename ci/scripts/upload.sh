@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Step "upload": store the results document in the database (INPUT_DB) or on a perfgate server
+# (INPUT_SERVER + INPUT_SERVER_TOKEN). INPUT_UPLOAD=false skips it (e.g. a fork's results, which
+# must never enter the store's history).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "$here/lib.sh"
+
+if ! pg_true "${INPUT_UPLOAD:-true}"; then
+  echo "not storing $INPUT_RESULTS_FILE (upload: false)"
+  exit 0
+fi
+pg_store_env
+"$PERFGATE_BIN" upload "${INPUT_RESULTS_FILE:?no results document}"

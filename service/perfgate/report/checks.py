@@ -1,0 +1,125 @@
+"""The verdict in GitHub's small formats: commit status, check run, workflow annotations (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfgate.report.units import format_change, format_ci, format_value
+from perfgate.report.verdicts import raw_ci, raw_ratio, severity_order, summary_phrase
+from perfgate.stats.model import Comparison
+
+STATUS_DESCRIPTION_LIMIT = 140
+CHECK_TITLE_LIMIT = 255
+CHECK_SUMMARY_LIMIT = 65_535
+# GitHub shows at most 10 warning annotations per step (and 50 per job); the rest are dropped.
+ANNOTATIONS_PER_STEP = 10
+# Regressions get all but two: those stay free for perfgate's own warnings (no PR found, no
+# check run), which must not be the ones GitHub drops.
+REGRESSION_ANNOTATIONS = ANNOTATIONS_PER_STEP - 2
+# $GITHUB_STEP_SUMMARY is refused above 1 MiB per step.
+STEP_SUMMARY_LIMIT = 1024 * 1024
+# Verdicts that mean both sides were measured and looked at.
+_COMPARED = ("regression", "improvement", "unchanged", "inconclusive", "error")
+# What `--mode on-change` counts as a change worth a comment.
+_CHANGES = ("regression", "improvement", "missing", "new", "error")
+
+
+def nothing_to_compare(comparison: Comparison) -> bool:
+    return not any(r.verdict in _COMPARED for r in comparison.results)
+
+
+def has_changes(comparison: Comparison) -> bool:
+    """Anything a reviewer should see: a verdict other than unchanged/inconclusive, or a shift."""
+    common = comparison.common_factor
+    shifted = common is not None and common.verdict in ("regression", "improvement")
+    return shifted or any(r.verdict in _CHANGES for r in comparison.results)
+
+
+def fit(text: str, limit: int, *, note: str = " …") -> str:
+    """`text` cut to at most `limit` characters (ending with `note` when cut)."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - len(note))].rstrip() + note
+
+
+def status_state(comparison: Comparison) -> str:
+    return "failure" if comparison.has_regression() else "success"
+
+
+def status_description(comparison: Comparison) -> str:
+    """`2 regressions, 1 improvement, 31 unchanged`, cut at a comma to fit 140 characters."""
+    phrase = summary_phrase(comparison)
+    if len(phrase) <= STATUS_DESCRIPTION_LIMIT:
+        return phrase
+    kept = ""
+    for part in phrase.split(", "):
+        candidate = f"{kept}, {part}" if kept else part
+        if len(candidate) + 2 > STATUS_DESCRIPTION_LIMIT:
+            break
+        kept = candidate
+    return fit(kept or phrase, STATUS_DESCRIPTION_LIMIT - 2, note="") + " …"
+
+
+def check_conclusion(comparison: Comparison) -> str:
+    """`failure` for regressions, `neutral` when nothing could be compared, else `success`."""
+    if comparison.has_regression():
+        return "failure"
+    if nothing_to_compare(comparison):
+        return "neutral"
+    return "success"
+
+
+def check_title(comparison: Comparison) -> str:
+    return fit(summary_phrase(comparison), CHECK_TITLE_LIMIT)
+
+
+def check_summary(markdown: str) -> str:
+    return fit(
+        markdown,
+        CHECK_SUMMARY_LIMIT,
+        note="\n\n_Cut to fit the check run's 65,535-character limit; see the job summary._\n",
+    )
+
+
+@dataclass(frozen=True)
+class Annotation:
+    title: str
+    message: str
+
+
+def regression_annotations(
+    comparison: Comparison, *, limit: int = REGRESSION_ANNOTATIONS
+) -> list[Annotation]:
+    """One warning per regression, worst first; past `limit`, the last one counts the rest."""
+    regressions = [r for r in severity_order(comparison.results) if r.verdict == "regression"]
+    notes = []
+    common = comparison.common_factor
+    if common is not None and common.verdict == "regression":
+        notes.append(
+            Annotation(title="perfgate: the whole suite got slower", message=common.reason)
+        )
+    for result in regressions:
+        base = format_value(result.base.median, result.unit) if result.base else "—"
+        head = format_value(result.head.median, result.unit) if result.head else "—"
+        ci = raw_ci(result)
+        notes.append(
+            Annotation(
+                title=f"perfgate: {result.key} {result.metric} regressed",
+                message=(
+                    f"{result.key} {result.metric}: {base} → {head} "
+                    f"({format_change(raw_ratio(result))}"
+                    + (f", 95% CI {format_ci(ci)}" if ci else "")
+                    + f"). {result.reason}"
+                ),
+            )
+        )
+    if len(notes) > limit:
+        rest = len(notes) - (limit - 1)
+        notes = [
+            *notes[: limit - 1],
+            Annotation(
+                title="perfgate: more regressions",
+                message=f"{rest} more regressions: see the job summary or the PR comment",
+            ),
+        ]
+    return notes
