@@ -9,8 +9,8 @@ from pathlib import Path
 
 from click.testing import Result
 from fake_github import FakeGitHub
+from ghhelpers import BASE_SHA, HEAD_SHA, body_of, make_comparison
 
-from conftest import BASE_SHA, HEAD_SHA, body_of, make_comparison
 from perfgate.github.publish import MARKER
 from perfgate.report.comparison_json import comparison_to_json
 
@@ -221,7 +221,7 @@ def test_github_enterprise_api_root_is_used_exactly(
 def test_options_instead_of_the_environment(
     github: FakeGitHub, comparison_file: Path, comment: Invoke
 ) -> None:
-    from conftest import ACTIONS_VARIABLES
+    from ghhelpers import ACTIONS_VARIABLES
 
     github.add_pull(12, HEAD_SHA)
     env: Env = dict.fromkeys(ACTIONS_VARIABLES)

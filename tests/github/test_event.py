@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from ghhelpers import BASE_SHA, HEAD_SHA
 
-from conftest import BASE_SHA, HEAD_SHA
 from perfgate.errors import InputError, UsageError
 from perfgate.github.actions import warning_command, write_step_summary
 from perfgate.github.event import EventInfo, parse_event, read_event

@@ -6,8 +6,8 @@ import time
 
 import pytest
 from fake_github import FakeGitHub
+from ghhelpers import HEAD_SHA, make_comparison
 
-from conftest import HEAD_SHA, make_comparison
 from perfgate.errors import GitHubError, InputError
 from perfgate.github.client import GitHub3API
 from perfgate.github.event import EventInfo
