@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest
@@ -279,3 +280,32 @@ def test_worker_rounds_pin_the_allocator_unless_asked_not_to(tmp_path, pin):
     else:
         assert error == "round 1/2: ValueError: an 8 MiB block was mmapped"
         assert doc.environment.malloc == SYSTEM
+
+
+PID_PROBE = """
+import os
+import perfgate
+
+@perfgate.benchmark
+def where():
+    if os.environ["PERFGATE_TEST_PARENT_PID"] == str(os.getpid()):
+        raise ValueError("measured in the parent process")
+    return lambda: None
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("isolate", [True, False])
+def test_isolate_measures_a_single_round_in_a_worker(tmp_path, monkeypatch, isolate):
+    monkeypatch.setenv("PERFGATE_TEST_PARENT_PID", str(os.getpid()))
+    _suite(tmp_path, PID_PROBE)
+    doc = _run(tmp_path, max_time=0.01, profile=False, isolate=isolate)
+    error = doc.benchmarks[0].error
+    if isolate:
+        assert error is None
+        assert (
+            doc.benchmarks[0].metrics["time"].rounds is None
+            or len(doc.benchmarks[0].metrics["time"].rounds) == 1
+        )
+    else:
+        assert error == "ValueError: measured in the parent process"

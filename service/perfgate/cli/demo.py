@@ -109,11 +109,14 @@ def command(
                     device="cpu",
                     rounds=rounds,
                     max_time=max_time,
+                    threads=threads,
                     commit=commit,
                     branch=branch,
                     project=PROJECT,
                     pr=1 if branch != "main" else None,
                     base_commit=main_commit if branch != "main" else None,
+                    # Each side in fresh processes, as two CI jobs would measure them.
+                    isolate=True,
                     reporter=make_reporter(interactive=interactive, stream=sys.stderr),
                 )
             path = dump_document(document, out_dir / f"{branch}.json")

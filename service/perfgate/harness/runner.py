@@ -39,6 +39,7 @@ def run_benchmarks(
     base_commit: str | None = None,
     threads: int | None = None,
     pin_malloc: bool = True,
+    isolate: bool = False,
     reporter: RunReporter | None = None,
     github: GitHubContext | None = None,
     cwd: Path | None = None,
@@ -49,8 +50,10 @@ def run_benchmarks(
     `python -m perfgate.harness.worker` process, and pools the rounds (DESIGN §4). `github`
     defaults to `GitHubContext.from_env()`; `cwd` (default: the current directory) anchors
     relative paths and the local git lookup. `pin_malloc` fixes glibc's malloc thresholds in
-    every measuring process (see `perfgate.harness.allocator`). Raises UsageError for bad
-    options, a missing commit or an empty selection.
+    every measuring process (see `perfgate.harness.allocator`). `isolate` measures a single
+    round in a worker process too, so that a process which ran other benchmarks before (the
+    demo runs both sides) does not measure with warm caches and compiled kernels. Raises
+    UsageError for bad options, a missing commit or an empty selection.
     """
     if rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {rounds}")
@@ -92,7 +95,7 @@ def run_benchmarks(
         for failure in _failures(selection):
             # Round 0: found while collecting, before any round.
             reporter.instance_error(failure.key, failure.message, round_index=0)
-        if rounds == 1:
+        if rounds == 1 and not isolate:
             results = run_instances(
                 selection.instances, device=torch_device, settings=settings, reporter=reporter
             )
