@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import os
 import shutil
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -135,3 +137,29 @@ def store(db_url: str) -> Iterator[Store]:
 def doc_data() -> dict[str, Any]:
     """A small valid results document as plain JSON data."""
     return copy.deepcopy(synthetic_document(benchmarks=3, samples=5, seed=7))
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """perfgate's wheel, built once per session for the packaging tests."""
+    out = tmp_path_factory.mktemp("dist")
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(root),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    (wheel,) = out.glob("perfgate-*.whl")
+    return wheel

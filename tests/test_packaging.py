@@ -14,25 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
-def test_wheel_ships_migrations_and_upgrades(tmp_path: Path) -> None:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path / "dist"),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    (wheel,) = (tmp_path / "dist").glob("perfgate-*.whl")
+def test_wheel_ships_migrations_and_upgrades(tmp_path: Path, built_wheel: Path) -> None:
+    wheel = built_wheel
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "perfgate/migrations/env.py" in names
     assert any(n.startswith("perfgate/migrations/versions/0001") for n in names)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -14,25 +12,8 @@ DASHBOARD = ROOT / "service" / "perfgate" / "api" / "dashboard"
 
 
 @pytest.mark.slow
-def test_wheel_ships_templates_and_static_assets(tmp_path: Path) -> None:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    (wheel,) = tmp_path.glob("perfgate-*.whl")
+def test_wheel_ships_templates_and_static_assets(built_wheel: Path) -> None:
+    wheel = built_wheel
     names = set(zipfile.ZipFile(wheel).namelist())
     assets = [
         p
