@@ -43,9 +43,10 @@ def _commit(label: str) -> str:
 @click.option(
     "--rounds",
     type=click.IntRange(min=1),
-    default=1,
+    default=3,
     show_default=True,
-    help="Rounds (separate processes) per side: what lets perfgate see run-to-run noise.",
+    help="Rounds per side, alternating main and PR, each in a fresh process: what lets "
+    "perfgate see run-to-run noise.",
 )
 @click.option(
     "--threads",
@@ -87,7 +88,7 @@ def command(
     from perfgate.report.markdown import render_markdown
     from perfgate.report.progress import make_reporter
     from perfgate.report.terminal import render_terminal
-    from perfgate.results import dump_document
+    from perfgate.results import ResultsDocument, dump_document
     from perfgate.stats.compare import CompareSettings
     from perfgate.store import comparisons
     from perfgate.store.connect import open_store
@@ -95,37 +96,47 @@ def command(
 
     interactive = sys.stderr.isatty() and not running_in_ci()
     main_commit, pr_commit = _commit("main"), _commit("pr")
+    sides = (
+        ("main", main_commit, "main", "0"),
+        ("PR with a planted slowdown", pr_commit, "demo-pr", "1"),
+    )
     with open_store(db_url) as store:
-        documents = []
-        for label, commit, branch, slowdown in (
-            ("main", main_commit, "main", "0"),
-            ("PR with a planted slowdown", pr_commit, "demo-pr", "1"),
-        ):
-            click.echo(f"\n== running the examples as {label} ({commit[:7]})", err=True)
-            with environment_set(**{SLOWDOWN_VARIABLE: slowdown}):
-                document = run_benchmarks(
-                    paths=(benchmarks,),
-                    filter=filter_expr,
-                    device="cpu",
-                    rounds=rounds,
-                    max_time=max_time,
-                    threads=threads,
-                    commit=commit,
-                    branch=branch,
-                    project=PROJECT,
-                    pr=1 if branch != "main" else None,
-                    base_commit=main_commit if branch != "main" else None,
-                    # Each side in fresh processes, as two CI jobs would measure them.
-                    isolate=True,
-                    reporter=make_reporter(interactive=interactive, stream=sys.stderr),
+        documents: dict[str, list[ResultsDocument]] = {"main": [], "demo-pr": []}
+        # Rounds alternate between the sides (main, PR, main, PR, ...), each in a fresh process,
+        # so that whatever else the machine does drifts into both sides alike, and a burst of
+        # load spoils one round of one side, which the round-to-round spread then shows.
+        for round_index in range(1, rounds + 1):
+            for label, commit, branch, slowdown in sides:
+                click.echo(
+                    f"\n== round {round_index}/{rounds}: the examples as {label} ({commit[:7]})",
+                    err=True,
                 )
-            path = dump_document(document, out_dir / f"{branch}.json")
-            outcome = store_document(store.sessions, document)
-            click.echo(f"wrote {path}; {describe(outcome)}", err=True)
-            documents.append(document)
+                with environment_set(**{SLOWDOWN_VARIABLE: slowdown}):
+                    document = run_benchmarks(
+                        paths=(benchmarks,),
+                        filter=filter_expr,
+                        device="cpu",
+                        max_time=max_time,
+                        threads=threads,
+                        # One profile pass a side is enough for attribution.
+                        profile=round_index == rounds,
+                        commit=commit,
+                        branch=branch,
+                        project=PROJECT,
+                        pr=1 if branch != "main" else None,
+                        base_commit=main_commit if branch != "main" else None,
+                        # Fresh processes, as CI jobs would measure them.
+                        isolate=True,
+                        reporter=make_reporter(interactive=interactive, stream=sys.stderr),
+                    )
+                name = branch if rounds == 1 else f"{branch}-round{round_index}"
+                path = dump_document(document, out_dir / f"{name}.json")
+                outcome = store_document(store.sessions, document)
+                click.echo(f"wrote {path}; {describe(outcome)}", err=True)
+                documents[branch].append(document)
 
-        base = comparisons.Side(documents=[documents[0]], label="main")
-        head = comparisons.Side(documents=[documents[1]])
+        base = comparisons.Side(documents=documents["main"], label="main")
+        head = comparisons.Side(documents=documents["demo-pr"])
         history = comparisons.history_for(store.sessions, base=base)
         comparison = comparisons.compare_sides(
             base, head, settings=CompareSettings(), history=history
