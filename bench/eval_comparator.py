@@ -2,6 +2,7 @@
 
     python bench/eval_comparator.py record --runs 40        # ~20 s a job: perfgate run, 1 round
     python bench/eval_comparator.py eval                      # prints the tables
+    python bench/eval_comparator.py bound                     # best power any cutoff could reach
     python bench/eval_comparator.py record --runs 12 --rounds 3 --out bench/data/comparator/rounds3
     python bench/eval_comparator.py eval --data bench/data/comparator/rounds3 --jobs 1
 
@@ -9,7 +10,8 @@
 profile, `--threads 1`), one after another, all for the same commit: identical code. `eval` builds
 
 - A/A pairs: two different jobs a side, or two disjoint groups of 3 consecutive jobs pooled as
-  rounds — the comparator should find nothing;
+  rounds, or 6 consecutive jobs dealt out alternately to the sides (as `perfgate demo` does):
+  the comparator should find nothing;
 - injected slowdowns: the same pairs with one benchmark's head samples multiplied by 1.10 or 1.25
   (real noise, known effect) — the comparator should find that benchmark, and only it;
 - the same with history: the 8 runs before the base side in the store as the base branch's past.
@@ -33,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from perfgate.results import ResultsDocument, load_document
-from perfgate.stats.compare import CompareSettings
+from perfgate.stats.compare import CompareSettings, side_median
 from perfgate.stats.comparison import compare_documents
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,8 +111,18 @@ def _history(runs: Sequence[ResultsDocument]) -> list[dict[tuple[str, str], floa
     return out
 
 
-def _pairs(n: int, rounds: int, limit: int) -> list[tuple[list[int], list[int]]]:
-    """Disjoint groups of `rounds` consecutive runs, each paired with a later group."""
+def _pairs(
+    n: int, rounds: int, limit: int, *, interleave: bool = False
+) -> list[tuple[list[int], list[int]]]:
+    """Disjoint groups of `rounds` consecutive runs, each paired with a later group.
+
+    With `interleave`, each pair is instead 2 × `rounds` consecutive jobs dealt out alternately
+    (base, head, base, ...), as `perfgate demo` measures its sides.
+    """
+    if interleave:
+        width = 2 * rounds
+        blocks = [list(range(i, i + width)) for i in range(n - width + 1)]
+        return [(b[0::2], b[1::2]) for b in blocks][:limit]
     groups = [list(range(i, i + rounds)) for i in range(0, n - rounds + 1, rounds)]
     pairs = [(a, b) for a, b in itertools.combinations(groups, 2)]
     step = max(1, len(pairs) // limit)
@@ -124,13 +136,14 @@ def evaluate(
     history: bool,
     limit: int,
     settings: CompareSettings,
+    interleave: bool = False,
 ) -> dict[str, float]:
     keys = [b.key for b in runs[0].benchmarks if "time" in b.metrics]
     alarms = comparisons = pairs_with_alarm = 0
     found = {1.10: 0, 1.25: 0}
     tried = {1.10: 0, 1.25: 0}
     collateral = 0
-    pairs = _pairs(len(runs), rounds, limit)
+    pairs = _pairs(len(runs), rounds, limit, interleave=interleave)
     if history:
         pairs = [(a, b) for a, b in pairs if a[0] >= 8]
     for base_ids, head_ids in pairs:
@@ -193,6 +206,57 @@ def run_to_run_spread(runs: list[ResultsDocument]) -> None:
     print(f"  {'(common factor of the run)':45s} sd {np.std(common):6.1%}")
 
 
+def _aa_deviations(
+    runs: list[ResultsDocument], keys: list[str], rounds: int, *, interleave: bool
+) -> np.ndarray:
+    """Drift-adjusted log ratios of the sides' medians (as the comparator takes them), one row
+    per A/A pair, one column per key."""
+    rows = []
+    for base_ids, head_ids in _pairs(len(runs), rounds, 10_000, interleave=interleave):
+        logs = []
+        for ids in (base_ids, head_ids):
+            benches = [{b.key: b for b in runs[i].benchmarks} for i in ids]
+            logs.append(
+                [
+                    math.log(
+                        side_median(
+                            [np.asarray(b[k].metrics["time"].samples or [1]) for b in benches]
+                        )
+                    )
+                    for k in keys
+                ]
+            )
+        row = np.asarray(logs[1]) - np.asarray(logs[0])
+        rows.append(row - np.median(row))
+    return np.asarray(rows)
+
+
+def bound(runs: list[ResultsDocument]) -> None:
+    """The best power any cutoff on the ratio of medians could reach at the targets' false alarms.
+
+    An oracle that knows the A/A distribution of this data picks the cutoff that spends exactly
+    the allowed false-alarm rate, either one for all benchmarks or one per benchmark (what perfect
+    history would give), and is scored on the same pairs with the slowdown added. No comparator
+    that decides from the medians can beat it on this data.
+    """
+    keys = [b.key for b in runs[0].benchmarks if "time" in b.metrics]
+    print("\nupper bound on power (oracle cutoffs on the A/A deviations of this data):")
+    cases = [(1, False, 0.03, 0.25), (3, False, 0.01, 0.10), (3, True, 0.01, 0.10)]
+    for rounds, interleave, false_alarms, slowdown in cases:
+        d = _aa_deviations(runs, keys, rounds, interleave=interleave)
+        effect = math.log1p(slowdown)
+        cutoff = float(np.quantile(np.abs(d), 1 - false_alarms))
+        shared = float(np.mean(d + effect > cutoff))
+        per_key = [np.quantile(np.abs(d[:, j]), 1 - false_alarms) for j in range(len(keys))]
+        own = float(np.mean([np.mean(d[:, j] + effect > c) for j, c in enumerate(per_key)]))
+        label = f"{rounds} job{'s' if rounds > 1 else ''}" + (", alternating" if interleave else "")
+        print(
+            f"  {label:18s} {len(d):4d} pairs  false alarms {false_alarms:.0%}: "
+            f"+{slowdown:.0%} found at most {shared:.1%} (one cutoff), "
+            f"{own:.1%} (one per benchmark)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -205,6 +269,7 @@ def main() -> None:
     rec.add_argument(
         "--system-malloc", action="store_true", help="leave glibc's malloc thresholds dynamic"
     )
+    sub.add_parser("bound").add_argument("--data", type=Path, default=DATA)
     ev = sub.add_parser("eval")
     ev.add_argument("--data", type=Path, default=DATA)
     ev.add_argument("--pairs", type=int, default=60, help="pairs per setting (at most)")
@@ -230,22 +295,37 @@ def main() -> None:
     paths = sorted(args.data.glob("run-*.json"))
     runs = [load_document(p, max_bytes=1 << 30) for p in paths]
     print(f"{len(runs)} runs of {len(runs[0].benchmarks)} benchmarks from {args.data}")
+    if args.command == "bound":
+        bound(runs)
+        return
     run_to_run_spread(runs)
     settings = CompareSettings(threshold=args.threshold)
     print(
-        f"\n{'setting':32s} {'pairs':>5s} {'false alarms':>12s} {'pairs w/ alarm':>14s} "
+        f"\n{'setting':36s} {'pairs':>5s} {'false alarms':>12s} {'pairs w/ alarm':>14s} "
         f"{'power +10%':>10s} {'power +25%':>10s} {'collateral':>10s}"
     )
     table = {}
     per_job = len(runs[0].benchmarks[0].metrics["time"].rounds or [1])
-    for history, jobs in itertools.product((False, True), args.jobs):
+    settings_list = [
+        (history, jobs, False) for history, jobs in itertools.product((False, True), args.jobs)
+    ]
+    settings_list += [(False, jobs, True) for jobs in args.jobs if jobs > 1]
+    for history, jobs, interleave in settings_list:
         began = time.perf_counter()
-        stats = evaluate(runs, rounds=jobs, history=history, limit=args.pairs, settings=settings)
+        stats = evaluate(
+            runs,
+            rounds=jobs,
+            history=history,
+            limit=args.pairs,
+            settings=settings,
+            interleave=interleave,
+        )
         label = f"{jobs} job{'s' if jobs > 1 else ''} x {per_job} round/side"
         label += " + history" if history else ""
+        label += ", alternating" if interleave else ""
         table[label] = stats
         print(
-            f"{label:32s} {stats['pairs']:5.0f} {stats['false_alarm_rate']:12.1%} "
+            f"{label:36s} {stats['pairs']:5.0f} {stats['false_alarm_rate']:12.1%} "
             f"{stats['pairs_with_any_alarm']:14.1%} {stats['power_10']:10.1%} "
             f"{stats['power_25']:10.1%} {stats['collateral_alarms']:10.0f}"
             f"   ({time.perf_counter() - began:.0f} s)"

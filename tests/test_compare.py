@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
@@ -19,8 +20,8 @@ from perfgate.stats.compare import (
     median_halfwidth,
     min_two_sided_p,
 )
-from perfgate.stats.comparison import compare_documents
-from perfgate.stats.noise import common_factor, history_noise, mad_sigma
+from perfgate.stats.comparison import compare_documents, interleaved
+from perfgate.stats.noise import common_factor, history_noise, mad_sigma, with_drift
 from perfgate.synthetic import synthetic_document
 
 
@@ -158,6 +159,71 @@ def test_three_rounds_find_a_25_percent_regression() -> None:
     assert found[0].q_value is not None and found[0].q_value < 0.05
     assert found[0].noise is not None and found[0].noise.startswith("round-to-round")
     assert found[0].base is not None and found[0].base.rounds == 3
+
+
+def _timed_rounds(hours: list[int], slowdown: dict[str, float] | None = None) -> list[Any]:
+    """Runs of one commit started at the given hours (seeded by the hour, so all differ)."""
+    start = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    return [
+        parse_document(
+            synthetic_document(
+                benchmarks=30,
+                samples=40,
+                seed=hour,
+                started_at=start + timedelta(hours=hour),
+                slowdown=slowdown,
+            )
+        )
+        for hour in hours
+    ]
+
+
+def test_interleaved_needs_each_side_before_the_other() -> None:
+    assert interleaved(_timed_rounds([0, 2, 4]), _timed_rounds([1, 3, 5]))
+    assert interleaved(_timed_rounds([1, 2]), _timed_rounds([0, 3]))
+    assert not interleaved(_timed_rounds([0, 1, 2]), _timed_rounds([3, 4, 5]))
+    assert not interleaved(_timed_rounds([0]), _timed_rounds([1, 2]))  # one run a side: no rounds
+
+
+def test_rounds_run_one_side_after_the_other_carry_drift() -> None:
+    key = _timed_rounds([0])[0].benchmarks[4].key
+    # +15%: beyond what alternating rounds leave open, within what drift between the sides'
+    # jobs can explain when all of one side ran before the other.
+    alternating = compare_documents(_timed_rounds([0, 2, 4]), _timed_rounds([1, 3, 5], {key: 1.15}))
+    found = [r for r in alternating.results if r.verdict == "regression"]
+    assert [(r.key, r.metric) for r in found] == [(key, "time")]
+    assert found[0].noise is not None and found[0].noise.startswith("round-to-round spread (")
+
+    sequential = compare_documents(_timed_rounds([0, 1, 2]), _timed_rounds([3, 4, 5], {key: 1.15}))
+    result = next(r for r in sequential.results if r.key == key and r.metric == "time")
+    assert result.verdict == "inconclusive"
+    assert result.noise is not None and "drift between the sides' jobs" in result.noise
+
+
+def test_one_outlier_round_is_not_a_regression_however_many_samples_it_has() -> None:
+    key = _timed_rounds([0])[0].benchmarks[4].key
+    start = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    # A disturbed round: far off and, because its samples never settled, sampled 6× as long.
+    disturbed = synthetic_document(
+        benchmarks=30, samples=240, seed=99, started_at=start + timedelta(hours=5)
+    )
+    for bench in disturbed["benchmarks"]:
+        if bench["key"] == key:
+            bench["metrics"]["time"]["samples"] = [
+                v * 1.4 for v in bench["metrics"]["time"]["samples"]
+            ]
+    head = [*_timed_rounds([1, 3]), parse_document(disturbed)]
+    comparison = compare_documents(_timed_rounds([0, 2, 4]), head)
+    result = next(r for r in comparison.results if r.key == key and r.metric == "time")
+    assert result.verdict != "regression", result.reason
+    assert result.ratio == pytest.approx(1.0, abs=0.02)  # the median of the round medians
+
+
+def test_with_drift_adds_a_variance_rounds_cannot_average_away() -> None:
+    widened = with_drift(0.02, rounds_b=3, rounds_h=3, drift=0.03)
+    spread = widened * math.sqrt(2 / 3)
+    assert spread == pytest.approx(math.sqrt(0.02**2 * 2 / 3 + 2 * 0.03**2))
+    assert with_drift(0.02, rounds_b=3, rounds_h=3, drift=0.0) == pytest.approx(0.02)
 
 
 def test_identical_code_raises_no_alarm() -> None:

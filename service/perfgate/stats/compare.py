@@ -35,11 +35,21 @@ def orient(log_ratio_head_over_base: float, direction: str) -> float:
     return log_ratio_head_over_base if direction == "lower" else -log_ratio_head_over_base
 
 
+def side_median(rounds: Sequence[np.ndarray]) -> float:
+    """A side's median: the median of its rounds' medians (the plain median for one round).
+
+    Not the median of the pooled samples: the harness samples a noisy round for longer, so
+    pooling would let the one disturbed round of three outweigh the two clean ones. With three
+    or more rounds an outlier round moves this by nothing at all.
+    """
+    return float(np.median([np.median(r) for r in rounds]))
+
+
 def summarize_side(rounds: Sequence[np.ndarray]) -> SideSummary:
     pooled = np.concatenate(rounds)
-    q1, median, q3 = np.quantile(pooled, [0.25, 0.5, 0.75])
+    q1, q3 = np.quantile(pooled, [0.25, 0.75])
     return SideSummary(
-        n=int(pooled.size), median=float(median), iqr=float(q3 - q1), rounds=len(rounds)
+        n=int(pooled.size), median=side_median(rounds), iqr=float(q3 - q1), rounds=len(rounds)
     )
 
 
@@ -47,6 +57,15 @@ def bootstrap_medians(samples: np.ndarray, rng: np.random.Generator, resamples: 
     """Medians of `resamples` bootstrap resamples of `samples` (vectorised)."""
     index = rng.integers(0, samples.size, size=(resamples, samples.size))
     medians: np.ndarray = np.median(samples[index], axis=1)
+    return medians
+
+
+def bootstrap_side_medians(
+    rounds: Sequence[np.ndarray], rng: np.random.Generator, resamples: int
+) -> np.ndarray:
+    """`side_median` of `resamples` bootstrap replicates, each round resampled on its own."""
+    per_round = np.stack([bootstrap_medians(r, rng, resamples) for r in rounds])
+    medians: np.ndarray = np.median(per_round, axis=0)
     return medians
 
 
@@ -143,8 +162,8 @@ def estimate_sampled(
     # In "time-like" orientation a common slowdown multiplies head times by exp(common_log).
     scale = math.exp(-common_log) if direction == "lower" else math.exp(common_log)
     head_adjusted = head * scale
-    base_boot = bootstrap_medians(base, rng, settings.resamples)
-    head_boot = bootstrap_medians(head_adjusted, rng, settings.resamples)
+    base_boot = bootstrap_side_medians(base_rounds, rng, settings.resamples)
+    head_boot = bootstrap_side_medians(head_rounds, rng, settings.resamples) * scale
     raw = np.log(np.maximum(head_boot, 1e-300)) - np.log(np.maximum(base_boot, 1e-300))
     oriented = raw if direction == "lower" else -raw
     spread = between_sigma * math.sqrt(1.0 / len(base_rounds) + 1.0 / len(head_rounds))
@@ -152,7 +171,7 @@ def estimate_sampled(
     # a disturbed neighbour), and few rounds pin their spread down only loosely.
     draws = oriented + spread * rng.standard_t(max(between_df, 1.0), size=oriented.size)
     ci_low, ci_high = np.quantile(draws, [0.025, 0.975])
-    point = orient(math.log(float(np.median(head_adjusted)) / float(np.median(base))), direction)
+    point = orient(math.log(side_median(head_rounds) * scale / side_median(base_rounds)), direction)
 
     noisy = None
     for name, samples in (("base", base), ("head", head_adjusted)):

@@ -23,6 +23,7 @@ from perfgate.stats.compare import (
     decide_sampled,
     decide_single_value,
     estimate_sampled,
+    side_median,
     summarize_side,
 )
 from perfgate.stats.model import (
@@ -96,7 +97,19 @@ def _collect(documents: Sequence[ResultsDocument]) -> dict[str, _Bench]:
 
 
 def _median_log(rounds: Sequence[np.ndarray]) -> float:
-    return math.log(max(float(np.median(np.concatenate(rounds))), 1e-300))
+    return math.log(max(side_median(rounds), 1e-300))
+
+
+def interleaved(base_docs: Sequence[ResultsDocument], head_docs: Sequence[ResultsDocument]) -> bool:
+    """Whether the sides' runs alternated in time, so that slow drift reached both sides alike.
+
+    True when each side has a run that started before a run of the other side.
+    """
+    base = [d.run.started_at for d in base_docs]
+    head = [d.run.started_at for d in head_docs]
+    if len(base) < 2 or len(head) < 2:
+        return False
+    return min(head) < max(base) and min(base) < max(head)
 
 
 def _round_logs(rounds: Sequence[np.ndarray]) -> list[float]:
@@ -120,11 +133,14 @@ def _noise_floors(
     keys: Sequence[str],
     adjusted: Mapping[str, float],
     history: noise.History,
+    *,
+    interleaved: bool,
 ) -> dict[str, NoiseFloor]:
     """One noise floor per benchmark key (its time metric's), from the best evidence at hand.
 
     History beats rounds, rounds beat the spread across benchmarks of this one pair, and that
-    beats the prior; a benchmark without its own figure gets the pooled one.
+    beats the prior; a benchmark without its own figure gets the pooled one. Rounds of sides
+    measured one after the other (not `interleaved`) also carry the drift between them.
     """
     rounds_b = min((len(base[k].metrics["time"].rounds) for k in keys), default=1)
     rounds_h = min((len(head[k].metrics["time"].rounds) for k in keys), default=1)
@@ -147,9 +163,14 @@ def _noise_floors(
         pooled = float(np.median([s for s, _ in estimates.values()])) if estimates else 0.0
         pooled = max(pooled, noise.PRIOR_SIGMA)
         for key, (sigma, df) in estimates.items():
+            shrunk = noise.shrink(sigma, df, prior=pooled)
+            if not interleaved:
+                shrunk = noise.with_drift(
+                    shrunk, rounds_b=rounds_b, rounds_h=rounds_h, drift=noise.DRIFT_SIGMA
+                )
             floors[key] = NoiseFloor(
-                sigma=noise.shrink(sigma, df, prior=pooled),
-                source="rounds",
+                sigma=shrunk,
+                source="rounds" if interleaved else "rounds+drift",
                 df=min(df + noise.PRIOR_DF, noise.ROUNDS_TAIL_DF),
             )
     else:
@@ -251,7 +272,9 @@ def compare_documents(
     past = noise.history_noise(history)
     common_log = noise.common_factor(list(raw.values()))
     adjusted = {k: v - common_log for k, v in raw.items()}
-    floors = _noise_floors(base, head, timed, adjusted, past)
+    floors = _noise_floors(
+        base, head, timed, adjusted, past, interleaved=interleaved(base_docs, head_docs)
+    )
     common = None
     if len(raw) >= noise.MIN_BENCHMARKS_FOR_COMMON:
         common = _common_finding(

@@ -38,6 +38,11 @@ EXCURSION_LOG = 0.3
 # Run-to-run deviations stay heavy-tailed however long the history: cap the t's df.
 HISTORY_TAIL_DF = 2.0
 ROUNDS_TAIL_DF = 3.0
+# Slow drift of a benchmark's speed between jobs run minutes apart (log scale, per side). Rounds
+# of one side, run back to back, agree with each other more than with the other side's rounds
+# run later, so their spread understates the gap; alternating the sides' rounds cancels it.
+# Calibrated on bench/data/comparator/pinned (see docs/comparator.md).
+DRIFT_SIGMA = 0.03
 
 MetricKey = tuple[str, str]
 
@@ -47,7 +52,7 @@ class NoiseFloor:
     """Run-to-run spread of one benchmark metric's median, on a log scale."""
 
     sigma: float
-    source: str  # "history", "rounds", "cross-section" or "prior"
+    source: str  # "history", "rounds", "rounds+drift", "cross-section" or "prior"
     runs: int = 0
     # The largest residual seen in history when it is an excursion (None otherwise).
     excursion: float | None = None
@@ -62,6 +67,11 @@ class NoiseFloor:
             return text
         if self.source == "rounds":
             return f"round-to-round spread (±{math.expm1(self.sigma):.1%})"
+        if self.source == "rounds+drift":
+            return (
+                f"round-to-round spread with drift between the sides' jobs "
+                f"(±{math.expm1(self.sigma):.1%})"
+            )
         if self.source == "cross-section":
             return f"spread across benchmarks of this pair (±{math.expm1(self.sigma):.1%})"
         return f"default run-to-run noise (±{math.expm1(self.sigma):.1%})"
@@ -150,6 +160,15 @@ def rounds_sigma(round_logs: Sequence[Sequence[float]]) -> tuple[float, int] | N
     if df == 0:
         return None
     return math.sqrt(squares / df), df
+
+
+def with_drift(sigma: float, *, rounds_b: int, rounds_h: int, drift: float) -> float:
+    """A per-round spread widened so that it also covers each side's own drift offset.
+
+    The comparison's spread is `sigma * sqrt(1/rounds_b + 1/rounds_h)`; drift adds a variance of
+    `2 * drift**2` that no number of rounds averages away, folded into the per-round figure.
+    """
+    return math.sqrt(sigma**2 + 2.0 * drift**2 / (1.0 / rounds_b + 1.0 / rounds_h))
 
 
 def shrink(sigma: float, df: float, *, prior: float, prior_df: float = PRIOR_DF) -> float:
