@@ -14,6 +14,7 @@ from perfgate.results import Op, parse_document
 from perfgate.stats.attribution import attribute
 from perfgate.stats.compare import (
     CompareSettings,
+    crossing_round,
     decide_exact,
     decide_single_value,
     mann_whitney_p,
@@ -217,6 +218,59 @@ def test_one_outlier_round_is_not_a_regression_however_many_samples_it_has() -> 
     result = next(r for r in comparison.results if r.key == key and r.metric == "time")
     assert result.verdict != "regression", result.reason
     assert result.ratio == pytest.approx(1.0, abs=0.02)  # the median of the round medians
+
+
+def test_rounds_that_cross_sides_are_not_a_verdict() -> None:
+    key = _timed_rounds([0])[0].benchmarks[4].key
+    # A benchmark with two process modes, 30% apart: base drew the slow one twice, head never.
+    base = [
+        *_timed_rounds([0]),
+        *_timed_rounds([2], {key: 1.3}),
+        *_timed_rounds([4], {key: 1.3}),
+    ]
+    comparison = compare_documents(base, _timed_rounds([1, 3, 5]))
+    result = next(r for r in comparison.results if r.key == key and r.metric == "time")
+    assert result.ratio == pytest.approx(1 / 1.3, rel=0.03)
+    assert result.verdict == "inconclusive"
+    assert "rounds do not separate the sides" in result.reason
+    assert crossing_round([np.ones(5), np.ones(5) * 2], [np.ones(5) * 2.1] * 2) == "base"
+    assert crossing_round([np.ones(5)] * 2, [np.ones(5) * 1.1] * 2) is None
+    assert crossing_round([np.ones(5)], [np.ones(5) * 3]) is None  # one round a side
+
+
+def test_throughput_takes_the_verdict_of_the_time_it_is_derived_from() -> None:
+    def with_throughput(seed: int, slowdown: dict[str, float] | None = None) -> Any:
+        data = synthetic_document(benchmarks=30, samples=40, seed=seed, slowdown=slowdown)
+        for bench in data["benchmarks"]:
+            times = bench["metrics"]["time"]["samples"]
+            bench["metrics"]["throughput"] = {
+                "unit": "item/s",
+                "direction": "higher",
+                "samples": [64 / t for t in times],
+            }
+        return parse_document(data)
+
+    key = _docs(1).benchmarks[4].key
+    comparison = compare_documents(
+        [with_throughput(s) for s in (10, 11, 12)],
+        [with_throughput(s, {key: 1.25}) for s in (20, 21, 22)],
+    )
+    by_metric = {r.metric: r for r in comparison.results if r.key == key}
+    time, throughput = by_metric["time"], by_metric["throughput"]
+    assert time.verdict == throughput.verdict == "regression"
+    assert (throughput.ratio, throughput.ci, throughput.q_value) == (
+        time.ratio,
+        time.ci,
+        time.q_value,
+    )
+    assert throughput.delta is not None and throughput.delta == pytest.approx(
+        1 / 1.25 - 1, rel=0.05
+    )
+    assert throughput.reason.startswith("as time")
+    for result in comparison.results:  # and everywhere else, the two agree
+        if result.metric == "throughput":
+            twin = next(r for r in comparison.results if r.key == result.key and r.metric == "time")
+            assert result.verdict == twin.verdict
 
 
 def test_with_drift_adds_a_variance_rounds_cannot_average_away() -> None:

@@ -128,6 +128,8 @@ class SampledEstimate:
     p_value: float
     min_p: float
     noisy_side: str | None  # "base" or "head" when that side cannot support a verdict
+    # A round of one side closer to the other side's median than to its own (rounds only).
+    crossing_round: str | None = None
 
     @property
     def ratio(self) -> float:
@@ -173,6 +175,7 @@ def estimate_sampled(
     ci_low, ci_high = np.quantile(draws, [0.025, 0.975])
     point = orient(math.log(side_median(head_rounds) * scale / side_median(base_rounds)), direction)
 
+    crossing = crossing_round(base_rounds, [r * scale for r in head_rounds])
     noisy = None
     for name, samples in (("base", base), ("head", head_adjusted)):
         if median_halfwidth(samples) > settings.noisy_halfwidth:
@@ -186,7 +189,31 @@ def estimate_sampled(
         p_value=mann_whitney_p(base, head_adjusted),
         min_p=min_two_sided_p(base.size, head.size),
         noisy_side=noisy,
+        crossing_round=crossing,
     )
+
+
+def crossing_round(
+    base_rounds: Sequence[np.ndarray], head_rounds: Sequence[np.ndarray]
+) -> str | None:
+    """Which side ("base" or "head") has a round nearer the other side's median than its own.
+
+    A process can land in one of a benchmark's speed modes (softmax here: 0.50 or 0.65 ms); with
+    three rounds a side, base may get two slow ones and head none. When a round of one side
+    already sits with the other side, the sides' difference is which mode each process drew,
+    not the code, whatever a t-model of the round spread says. None with one round a side.
+    """
+    if len(base_rounds) < 2 or len(head_rounds) < 2:
+        return None
+    base_log = math.log(max(side_median(base_rounds), 1e-300))
+    head_log = math.log(max(side_median(head_rounds), 1e-300))
+    middle = (base_log + head_log) / 2.0
+    for name, rounds, own in (("base", base_rounds, base_log), ("head", head_rounds, head_log)):
+        for r in rounds:
+            value = math.log(max(float(np.median(r)), 1e-300))
+            if (value - middle) * (own - middle) < 0:
+                return name
+    return None
 
 
 def decide_sampled(
@@ -204,6 +231,12 @@ def decide_sampled(
         return "inconclusive", (
             f"noisy: the {estimate.noisy_side} samples are too spread (or bimodal) to pin the "
             f"median down; {change}"
+        )
+    decisive = q_value < alpha and (low > 1 + threshold or high < 1 - threshold)
+    if decisive and estimate.crossing_round is not None:
+        return "inconclusive", (
+            f"noisy: a {estimate.crossing_round} round sits nearer the other side's median than "
+            f"its own, so the rounds do not separate the sides; {change}"
         )
     if q_value < alpha and low > 1 + threshold:
         return "regression", f"{change}, beyond the {threshold:.1%} threshold (q={q_value:.2g})"

@@ -294,6 +294,10 @@ def compare_documents(
 
     results: list[MetricResult] = []
     pending: list[tuple[int, SampledEstimate, float, NoiseFloor]] = []
+    # Throughput is items over the same timed blocks: it takes the time metric's verdict rather
+    # than a second, separately drawn one that could disagree at the threshold.
+    mirrors: list[int] = []
+    timed_set = set(timed)
     for key in [*base, *(k for k in head if k not in base)]:
         b, h = base.get(key), head.get(key)
         bench = b or h
@@ -322,6 +326,9 @@ def compare_documents(
                 verdict: Verdict = "missing" if hm is None else "new"
                 reason = "only in base" if hm is None else "only in head"
                 results.append(_plain(header, bm, hm, verdict, reason))
+            elif metric == "throughput" and key in timed_set and bm.rounds and hm.rounds:
+                mirrors.append(len(results))
+                results.append(_plain(header, bm, hm, "inconclusive", ""))
             elif bm.rounds and hm.rounds:
                 floor = floors.get(key) or NoiseFloor(
                     sigma=noise.PRIOR_SIGMA_SINGLE, source="prior"
@@ -370,6 +377,27 @@ def compare_documents(
                     if (prior.key, prior.metric) in run
                 ],
             )
+
+    by_time = {r.key: r for r in results if r.metric == "time"}
+    for index in mirrors:
+        prior = results[index]
+        time = by_time[prior.key]
+        results[index] = replace(
+            prior,
+            ratio=time.ratio,
+            ci=time.ci,
+            p_value=time.p_value,
+            q_value=time.q_value,
+            threshold=time.threshold,
+            verdict=time.verdict,
+            reason=f"as time (the same blocks): {time.reason}",
+            noise=time.noise,
+            history=[
+                run[(prior.key, prior.metric)]
+                for run in history
+                if (prior.key, prior.metric) in run
+            ],
+        )
 
     return Comparison(
         base=_side_info(base_docs, base_label),
