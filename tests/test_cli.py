@@ -222,4 +222,4 @@ def test_demo_finds_the_planted_regression(tmp_path: Path) -> None:
     assert comparison["common_factor"]["verdict"] not in ("regression", "improvement")
     assert all("aten::copy_" in [op["op"] for op in r["attribution"]] for r in planted)
     assert "### ⚠️" in result.stdout and "aten::copy_" in result.stdout
-    assert counts(url)["runs"] == 6  # three rounds a side, each its own run
+    assert counts(url)["runs"] == 10  # five rounds a side, each its own run

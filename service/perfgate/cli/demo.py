@@ -43,10 +43,11 @@ def _commit(label: str) -> str:
 @click.option(
     "--rounds",
     type=click.IntRange(min=1),
-    default=3,
+    default=5,
     show_default=True,
     help="Rounds per side, alternating main and PR, each in a fresh process: what lets "
-    "perfgate see run-to-run noise.",
+    "perfgate see run-to-run noise (some examples land in one of two speeds per process; "
+    "with 3 rounds a side, one side draws only slow ones in a few percent of runs).",
 )
 @click.option(
     "--threads",
