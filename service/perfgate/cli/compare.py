@@ -6,14 +6,17 @@ import io
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from perfgate.cli.options import db_option, format_option, max_size_option
 from perfgate.config import parse_byte_size
 from perfgate.errors import EXIT_REGRESSION
-from perfgate.stats.compare import CompareSettings
-from perfgate.stats.model import Comparison
+
+if TYPE_CHECKING:
+    from perfgate.stats.compare import CompareSettings
+    from perfgate.stats.model import Comparison
 
 
 @click.command("compare")
@@ -68,6 +71,9 @@ def command(
     Runs stored for the same commit are pooled. With at least 5 earlier runs of the base branch
     in the store, each benchmark's threshold rises to its own run-to-run noise.
     """
+    # Imported here: scipy costs a second, and `perfgate --help` should not pay it.
+    from perfgate.stats.compare import CompareSettings
+
     comparison = build_comparison(
         base=base,
         head=head,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from perfgate.cli.options import db_option
-from perfgate.store import migrate
-from perfgate.store.connect import open_store
-from perfgate.store.engine import mask_url
+
+# The store's modules (SQLAlchemy, Alembic) load inside each command: `perfgate --help` and the
+# other commands should not pay half a second for them.
 
 
 @click.group("db")
@@ -20,6 +20,10 @@ def command() -> None:
 @click.option("--revision", default="head", show_default=True, help="Target revision.")
 def upgrade(db_url: str, revision: str) -> None:
     """Migrate the database up to REVISION (default: the newest)."""
+    from perfgate.store import migrate
+    from perfgate.store.connect import open_store
+    from perfgate.store.engine import mask_url
+
     with open_store(db_url, ensure=False) as store:
         before = migrate.schema_state(store.engine)
         migrate.upgrade(store.engine, revision)
@@ -41,6 +45,10 @@ def upgrade(db_url: str, revision: str) -> None:
 )
 def downgrade(db_url: str, revision: str) -> None:
     """Migrate the database down to REVISION (default: one step)."""
+    from perfgate.store import migrate
+    from perfgate.store.connect import open_store
+    from perfgate.store.engine import mask_url
+
     with open_store(db_url, ensure=False) as store:
         before = migrate.schema_state(store.engine)
         migrate.downgrade(store.engine, revision)
@@ -54,6 +62,10 @@ def downgrade(db_url: str, revision: str) -> None:
 @db_option
 def current(db_url: str) -> None:
     """Print the database's schema revision and whether it is the newest."""
+    from perfgate.store import migrate
+    from perfgate.store.connect import open_store
+    from perfgate.store.engine import mask_url
+
     with open_store(db_url, ensure=False) as store:
         state = migrate.schema_state(store.engine)
     where = mask_url(store.engine.url)

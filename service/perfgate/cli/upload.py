@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -10,8 +11,9 @@ from perfgate.cli.options import db_option, max_size_option, server_options
 from perfgate.config import parse_byte_size
 from perfgate.results import load_document
 from perfgate.server_client import ServerUpload
-from perfgate.store.connect import open_store
-from perfgate.store.uploads import UploadOutcome, store_document
+
+if TYPE_CHECKING:
+    from perfgate.store.uploads import UploadOutcome
 
 
 @click.command("upload")
@@ -37,6 +39,10 @@ def command(
             sent = upload_document(document, server=server, token=token)
             click.echo(f"{path}: {describe_server(sent)}")
         return
+    # SQLAlchemy loads here, not when the CLI starts (`perfgate --help` stays quick).
+    from perfgate.store.connect import open_store
+    from perfgate.store.uploads import store_document
+
     with open_store(db_url) as store:
         for path, document in zip(files, documents, strict=True):
             click.echo(f"{path}: {describe(store_document(store.sessions, document))}")
