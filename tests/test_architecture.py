@@ -77,22 +77,18 @@ def test_only_config_reads_the_environment() -> None:
             assert needle not in text, f"{path.relative_to(PACKAGE)} reads the environment"
 
 
-def test_import_has_no_heavy_side_effects() -> None:
-    code = (
-        "import sys, perfgate, perfgate.cli, perfgate.results, perfgate.store.models;"
-        "bad = [m for m in ('torch', 'fastapi', 'github3') if m in sys.modules];"
-        "print(','.join(bad))"
-    )
+def _loaded_by(imports: str, heavy: tuple[str, ...]) -> list[str]:
+    """Which of `heavy` a fresh interpreter has loaded after importing `imports`."""
+    code = f"import sys, {imports}; print(','.join(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    assert out.stdout.strip() == ""
+    return [m for m in out.stdout.strip().split(",") if m]
+
+
+def test_import_has_no_heavy_side_effects() -> None:
+    imports = "perfgate, perfgate.cli, perfgate.results, perfgate.store.models"
+    assert _loaded_by(imports, ("torch", "fastapi", "github3")) == []
 
 
 def test_cli_help_loads_no_statistics_or_database_stack() -> None:
     # `perfgate --help` took 2.6 s when the CLI imported scipy and Alembic up front; 0.2 s now.
-    code = (
-        "import sys, perfgate.cli;"
-        "bad = [m for m in ('scipy', 'sqlalchemy', 'alembic', 'numpy') if m in sys.modules];"
-        "print(','.join(bad))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    assert out.stdout.strip() == ""
+    assert _loaded_by("perfgate.cli", ("scipy", "sqlalchemy", "alembic", "numpy")) == []

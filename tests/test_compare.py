@@ -21,7 +21,7 @@ from perfgate.stats.compare import (
     median_halfwidth,
     min_two_sided_p,
 )
-from perfgate.stats.comparison import compare_documents, interleaved
+from perfgate.stats.comparison import compare_documents, sides_alternated
 from perfgate.stats.noise import common_factor, history_noise, mad_sigma, with_drift
 from perfgate.synthetic import synthetic_document
 
@@ -179,11 +179,13 @@ def _timed_rounds(hours: list[int], slowdown: dict[str, float] | None = None) ->
     ]
 
 
-def test_interleaved_needs_each_side_before_the_other() -> None:
-    assert interleaved(_timed_rounds([0, 2, 4]), _timed_rounds([1, 3, 5]))
-    assert interleaved(_timed_rounds([1, 2]), _timed_rounds([0, 3]))
-    assert not interleaved(_timed_rounds([0, 1, 2]), _timed_rounds([3, 4, 5]))
-    assert not interleaved(_timed_rounds([0]), _timed_rounds([1, 2]))  # one run a side: no rounds
+def test_sides_alternated_needs_each_side_before_the_other() -> None:
+    assert sides_alternated(_timed_rounds([0, 2, 4]), _timed_rounds([1, 3, 5]))
+    assert sides_alternated(_timed_rounds([1, 2]), _timed_rounds([0, 3]))
+    assert not sides_alternated(_timed_rounds([0, 1, 2]), _timed_rounds([3, 4, 5]))
+    assert not sides_alternated(
+        _timed_rounds([0]), _timed_rounds([1, 2])
+    )  # one run a side: no rounds
 
 
 def test_rounds_run_one_side_after_the_other_carry_drift() -> None:

@@ -100,7 +100,9 @@ def _median_log(rounds: Sequence[np.ndarray]) -> float:
     return math.log(max(side_median(rounds), 1e-300))
 
 
-def interleaved(base_docs: Sequence[ResultsDocument], head_docs: Sequence[ResultsDocument]) -> bool:
+def sides_alternated(
+    base_docs: Sequence[ResultsDocument], head_docs: Sequence[ResultsDocument]
+) -> bool:
     """Whether the sides' runs alternated in time, so that slow drift reached both sides alike.
 
     True when each side has a run that started before a run of the other side.
@@ -273,7 +275,7 @@ def compare_documents(
     common_log = noise.common_factor(list(raw.values()))
     adjusted = {k: v - common_log for k, v in raw.items()}
     floors = _noise_floors(
-        base, head, timed, adjusted, past, interleaved=interleaved(base_docs, head_docs)
+        base, head, timed, adjusted, past, interleaved=sides_alternated(base_docs, head_docs)
     )
     common = None
     if len(raw) >= noise.MIN_BENCHMARKS_FOR_COMMON:
