@@ -234,3 +234,52 @@ def test_round_trip_through_json() -> None:
     comparison = compare_documents([parse_document(base)], [parse_document(head)])
     again = comparison_from_json(json.loads(json.dumps(comparison_to_json(comparison))))
     assert again == comparison
+
+
+def _round_folders(tmp_path: Path) -> tuple[Path, Path]:
+    """Three rounds a side in folders, started alternately (base, head, base, ...)."""
+    folders = (tmp_path / "base", tmp_path / "head")
+    for folder in folders:
+        folder.mkdir()
+    for round_index in range(3):
+        for side, (folder, commit) in enumerate(zip(folders, ("a" * 40, "b" * 40), strict=True)):
+            seed = 10 * round_index + side
+            document = synthetic_document(
+                benchmarks=8,
+                samples=20,
+                seed=seed,
+                commit=commit,
+                branch="main" if side == 0 else "feature",
+                slowdown={SLOW_KEY: 2.5} if side == 1 else None,
+            )
+            (folder / f"round-{round_index + 1}.json").write_text(json.dumps(document))
+    return folders
+
+
+def test_folders_are_the_rounds_of_one_commit(tmp_path: Path) -> None:
+    base, head = _round_folders(tmp_path)
+    result = invoke(
+        "compare", str(base), str(head), "--format", "json", "--db", f"sqlite:///{tmp_path}/x.db"
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert len(data["base"]["runs"]) == 3 and len(data["head"]["runs"]) == 3
+    time = next(r for r in data["results"] if r["key"] == SLOW_KEY and r["metric"] == "time")
+    assert time["base"]["rounds"] == 3 and time["verdict"] == "regression"
+    # Rounds that alternated in time carry no drift term (see docs/comparator.md).
+    assert time["noise"].startswith("round-to-round spread") and "drift" not in time["noise"]
+
+
+def test_a_folder_of_two_commits_is_refused(tmp_path: Path) -> None:
+    base, head = _round_folders(tmp_path)
+    (base / "round-2.json").write_text((head / "round-2.json").read_text())
+    result = invoke("compare", str(base), str(head), "--db", f"sqlite:///{tmp_path}/x.db")
+    assert result.exit_code == 2
+    assert "round-2.json: project 'acme/models' commit bbbbbbbbbbbb differs" in result.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = invoke("compare", str(empty), str(head), "--db", f"sqlite:///{tmp_path}/x.db")
+    assert result.exit_code == 2 and "holds no results files" in result.stderr
+    (base / "round-2.json").write_text((base / "round-1.json").read_text())
+    result = invoke("compare", str(base), str(head), "--db", f"sqlite:///{tmp_path}/x.db")
+    assert result.exit_code == 2 and "each run counts once" in result.stderr

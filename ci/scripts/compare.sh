@@ -7,8 +7,12 @@
 # comment) to the nearest earlier run of the base branch; an empty store means nothing to
 # compare yet, which is a notice, not a failure.
 #
-# INPUT_RESULTS_FILE, INPUT_BASE, INPUT_BASE_BRANCH, INPUT_HEAD_SHA, INPUT_PR, INPUT_DB,
-# INPUT_SERVER, INPUT_SERVER_TOKEN, INPUT_THRESHOLD
+# With INPUT_BASE_RESULTS (a folder of base rounds the run step measured alternately with the
+# head's, `alternate: true`), the two folders are compared directly (with the store's history when
+# there is a database) and no merge-base is needed.
+#
+# INPUT_RESULTS_FILE, INPUT_BASE_RESULTS, INPUT_BASE, INPUT_BASE_BRANCH, INPUT_HEAD_SHA, INPUT_PR,
+# INPUT_DB, INPUT_SERVER, INPUT_SERVER_TOKEN, INPUT_THRESHOLD
 # Outputs: comparison (path, empty when nothing was compared), regressions (count), base, pr.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -28,11 +32,16 @@ nothing() {
   exit 0
 }
 
-# What the results document says about itself (data only).
+# What a results document (or the first of a folder of rounds) says about itself, read as data:
+# doc_field FIELD [PATH]
 doc_field() {
-  "$PERFGATE_PY" - "$results" "$1" <<'PY'
+  "$PERFGATE_PY" - "${2:-$results}" "$1" <<'PY'
 import json, sys
-run = json.load(open(sys.argv[1], encoding="utf-8")).get("run", {})
+from pathlib import Path
+path = Path(sys.argv[1])
+if path.is_dir():
+    path = min(path.glob("*.json"))
+run = json.load(open(path, encoding="utf-8")).get("run", {})
 value = run.get(sys.argv[2])
 print("" if value is None else value)
 PY
@@ -68,30 +77,15 @@ pg_output pr "$pr"
 base_branch="${INPUT_BASE_BRANCH:-$(pg_event pull_request base ref)}"
 base_branch="${base_branch:-${GITHUB_BASE_REF:-main}}"
 
-merge_base() {  # the PR's merge-base with origin/$base_branch, fetching what is missing
-  git rev-parse --git-dir > /dev/null 2>&1 || return 1
-  git fetch --no-tags --quiet origin "+refs/heads/$base_branch:refs/remotes/origin/$base_branch" || true
-  if ! git cat-file -e "$head_sha^{commit}" 2> /dev/null; then
-    git fetch --no-tags --quiet origin "$head_sha" ||
-      { [ -n "$pr" ] && git fetch --no-tags --quiet origin "+refs/pull/$pr/head"; } || true
-  fi
-  local found depth
-  for depth in 50 500 5000; do
-    if found="$(git merge-base "origin/$base_branch" "$head_sha" 2> /dev/null)"; then
-      printf '%s\n' "$found"
-      return 0
-    fi
-    [ "$(git rev-parse --is-shallow-repository)" = true ] || return 1
-    git fetch --no-tags --quiet --deepen="$depth" origin "$base_branch" || return 1
-  done
-  git fetch --no-tags --quiet --unshallow origin || return 1
-  git merge-base "origin/$base_branch" "$head_sha"
-}
 
+base_results="${INPUT_BASE_RESULTS:-}"
 base="${INPUT_BASE:-}"
-if [ -z "$base" ]; then
+if [ -n "$base_results" ]; then
+  # Alternating mode: the run step measured the base itself, in rounds alternating with the head's.
+  base="$(doc_field commit "$base_results")"
+elif [ -z "$base" ]; then
   if [ -n "$pr" ] || [ -n "$(pg_event pull_request number)" ]; then
-    if ! base="$(merge_base)"; then
+    if ! base="$(pg_merge_base "$head_sha" "$base_branch" "$pr")"; then
       base="$(pg_event pull_request base sha)"
       [ -n "$base" ] || nothing "cannot compute the merge-base with $base_branch (check out with fetch-depth: 0); nothing compared"
       pg_warning "cannot compute the merge-base with $base_branch: comparing with the base branch's tip $base"
@@ -106,7 +100,7 @@ fi
 pg_output base "$base"
 echo "comparing $results (head ${head_sha:0:12}) with base ${base:0:12} (branch $base_branch)"
 
-if [ -n "${INPUT_SERVER:-}" ] && [ -z "${INPUT_DB:-}" ]; then
+if [ -z "$base_results" ] && [ -n "${INPUT_SERVER:-}" ] && [ -z "${INPUT_DB:-}" ]; then
   # The server compares with its store's history; the head was uploaded by the previous step.
   project="$(doc_field project)"
   status="$(curl --silent --show-error --location --output "$comparison" --write-out '%{http_code}' \
@@ -123,7 +117,9 @@ if [ -n "${INPUT_SERVER:-}" ] && [ -z "${INPUT_DB:-}" ]; then
       ;;
   esac
 else
-  args=(compare "$base" "$results" --format json --out "$comparison" --base-branch "$base_branch")
+  # Both sides as folders of rounds when the run step alternated; the store (if any) adds history.
+  args=(compare "${base_results:-$base}" "$results" --format json --out "$comparison"
+    --base-branch "$base_branch")
   if [ -n "${INPUT_THRESHOLD:-}" ]; then args+=(--threshold "$INPUT_THRESHOLD"); fi
   set +e
   "$PERFGATE_BIN" "${args[@]}" 2> "$out/compare.err"

@@ -12,4 +12,12 @@ if ! pg_true "${INPUT_UPLOAD:-true}"; then
   exit 0
 fi
 pg_store_env
-"$PERFGATE_BIN" upload "${INPUT_RESULTS_FILE:?no results document}"
+results="${INPUT_RESULTS_FILE:?no results document}"
+if [ -d "$results" ]; then
+  # The head's rounds of an alternating run (the base's rounds are not stored: main's own jobs
+  # build its history).
+  files=("$results"/*.json)
+  "$PERFGATE_BIN" upload "${files[@]}"
+else
+  "$PERFGATE_BIN" upload "$results"
+fi

@@ -62,6 +62,44 @@ def make_repo(origin: Path) -> Repo:
     return Repo(origin=origin, merge_base=fork, head=head, main_tip=tip)
 
 
+BENCH_FILE = """import perfgate
+import mylib
+
+
+@perfgate.benchmark(params={"n": [8]})
+def work(n: int):
+    import torch
+
+    a = torch.ones(n)
+    return lambda: mylib.work(a)
+"""
+
+
+def make_bench_repo(origin: Path, *, slower: int) -> Repo:
+    """Like make_repo, with a benchmark of the project's own `mylib`, which the PR makes
+    `slower` times as much work; each side must import its own checkout's copy."""
+    git(origin, "init", "-q", "-b", "main")
+
+    def commit(message: str, ops: int | None = None) -> str:
+        if ops is not None:
+            (origin / "mylib.py").write_text(
+                f"def work(a):\n    for _ in range({ops}):\n        a = a + 1\n    return a\n"
+            )
+        git(origin, "add", ".")
+        git(origin, "commit", "-q", "-m", message)
+        return git(origin, "rev-parse", "HEAD")
+
+    (origin / "benchmarks").mkdir()
+    (origin / "benchmarks" / "bench_lib.py").write_text(BENCH_FILE)
+    fork = commit("benchmark mylib", ops=1)
+    git(origin, "checkout", "-q", "-b", "feature")
+    head = commit("slower mylib", ops=slower)
+    git(origin, "checkout", "-q", "main")
+    (origin / "README").write_text("later on main")
+    tip = commit("later")
+    return Repo(origin=origin, merge_base=fork, head=head, main_tip=tip)
+
+
 class Actions:
     """One job's environment: files GitHub provides, and a way to run a step script."""
 

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qs
 
 import pytest
-from action_env import BIN, Actions, Repo, clone, documents, git, pr_event
+from action_env import BIN, Actions, Repo, clone, documents, git, make_bench_repo, pr_event
 from fake_github import FakeGitHub
 
 from perfgate.report.comparison_json import comparison_to_json
@@ -251,3 +251,71 @@ def test_install_step_keeps_the_runners_torch(tmp_path: Path) -> None:
     venv = perfgate.parent.parent
     assert not torch_file.startswith(str(venv))  # the runner's torch, not a new download
     assert perfgate_file.startswith(str(venv))  # perfgate itself lives in the new environment
+
+
+@pytest.mark.slow
+def test_alternating_rounds_measure_the_merge_base_in_the_same_job(tmp_path: Path) -> None:
+    """alternate: the merge-base is checked out and measured, its rounds interleaved with the
+    head's, each side importing its own copy of the project; compare reads the two folders."""
+    (tmp_path / "origin").mkdir()
+    repo = make_bench_repo(tmp_path / "origin", slower=30)
+    job = Actions(tmp_path, event=pr_event(repo), event_name="pull_request")
+    job.env.update(PERFGATE_THREADS="1")
+    work = clone(repo, tmp_path / "work")
+    ran = job.run(
+        "run.sh",
+        work,
+        INPUT_BENCHMARKS="benchmarks",
+        INPUT_DEVICE="cpu",
+        INPUT_ROUNDS="2",
+        INPUT_MAX_TIME="0.05",
+        INPUT_ALTERNATE="true",
+    )
+    assert ran.code == 0, ran.stderr
+    out = Path(ran.outputs["dir"])
+    assert ran.outputs["results"] == str(out / "head")
+    assert ran.outputs["base-results"] == str(out / "base")
+    assert ran.stdout.index("round 1/2: base") < ran.stdout.index("round 1/2: head")
+    assert ran.stdout.index("round 1/2: head") < ran.stdout.index("round 2/2: base")
+    bases = [parse_document(json.loads(p.read_text())) for p in sorted((out / "base").iterdir())]
+    heads = [parse_document(json.loads(p.read_text())) for p in sorted((out / "head").iterdir())]
+    assert {d.run.commit for d in bases} == {repo.merge_base}
+    assert {(d.run.branch, d.run.pr) for d in bases} == {("main", None)}
+    assert {(d.run.commit, d.run.pr) for d in heads} == {(repo.head, 7)}
+    # The profile pass runs once a side, in the last round.
+    assert [d.benchmarks[0].profile is not None for d in heads] == [False, True]
+    assert len(git(work, "worktree", "list").splitlines()) == 1  # the base's worktree is gone
+
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    stored = job.run("upload.sh", work, INPUT_RESULTS_FILE=ran.outputs["results"], INPUT_DB=db)
+    assert stored.code == 0, stored.stderr
+    compared = job.run(
+        "compare.sh",
+        work,
+        INPUT_RESULTS_FILE=ran.outputs["results"],
+        INPUT_BASE_RESULTS=ran.outputs["base-results"],
+        INPUT_DB=db,
+    )
+    assert compared.code == 0, compared.stderr
+    assert compared.outputs["base"] == repo.merge_base
+    comparison = json.loads(Path(compared.outputs["comparison"]).read_text())
+    assert len(comparison["base"]["runs"]) == 2 and len(comparison["head"]["runs"]) == 2
+    time = next(r for r in comparison["results"] if r["metric"] == "time")
+    assert time["verdict"] == "regression", time
+    assert time["ratio"] > 5  # the head's own mylib: 30 additions instead of 1
+    ops = next(r for r in comparison["results"] if r["metric"] == "op_count")
+    assert (ops["base"]["median"], ops["head"]["median"]) == (1, 30)
+    assert compared.outputs["regressions"] == "2"  # its time and its op count
+
+
+def test_alternate_without_a_base_measures_the_head_only(tmp_path: Path) -> None:
+    job = Actions(tmp_path, event={"before": "0" * 40}, event_name="push")
+    ran = job.run(
+        "run.sh",
+        INPUT_BENCHMARKS=str(tmp_path / "none"),
+        INPUT_ALTERNATE="true",
+        PERFGATE_BIN="true",  # nothing is measured here: only the decision is under test
+    )
+    assert ran.code == 0, ran.stderr
+    assert "alternate: no base commit to measure" in ran.stdout
+    assert "base-results" not in ran.outputs

@@ -42,6 +42,16 @@ def call_fails():
 @perfgate.benchmark
 def not_callable():
     return 3
+
+@perfgate.benchmark(min_samples=200)  # sampling outlasts the 0.03 s, however fast the calls
+def fails_while_sampled():
+    import time
+    began = time.perf_counter()
+    def run():
+        # After warm-up (at most 30% of the 0.05 s budget), while samples are being taken.
+        if time.perf_counter() - began > 0.03:
+            raise RuntimeError("gave up")
+    return run
 """
 
 
@@ -84,11 +94,21 @@ def _run(tmp_path, **kwargs):
     return run_benchmarks(commit=SHA, github=GitHubContext(), cwd=tmp_path, **kwargs)
 
 
-def test_a_run_produces_a_valid_document_with_all_metrics(tmp_path):
+@pytest.mark.parametrize("interleave", [None, False])
+def test_a_run_produces_a_valid_document_with_all_metrics(tmp_path, interleave):
     _suite(tmp_path)
     (tmp_path / "benchmarks" / "bench_broken.py").write_text("import no_such_module_here\n")
     recorder = Recorder()
-    doc = _run(tmp_path, reporter=recorder, trace_dir="traces", project="o/p", pr=5)
+    doc = _run(
+        tmp_path,
+        reporter=recorder,
+        trace_dir="traces",
+        project="o/p",
+        pr=5,
+        interleave=interleave,
+    )
+    # Interleaved by default on CPU; the fingerprint tells the two apart.
+    assert doc.environment.sampling == ("sequential" if interleave is False else "interleaved")
     parse_document(doc.to_json_dict())  # round-trips through the validator
     by_key = {b.key: b for b in doc.benchmarks}
     assert list(by_key) == [
@@ -99,6 +119,7 @@ def test_a_run_produces_a_valid_document_with_all_metrics(tmp_path):
         "setup_fails",
         "call_fails",
         "not_callable",
+        "fails_while_sampled",
     ]
     mm = by_key["mm[n=32]"]
     assert mm.error is None and mm.device == "cpu"
@@ -110,9 +131,9 @@ def test_a_run_produces_a_valid_document_with_all_metrics(tmp_path):
     assert mm.profile.trace and (tmp_path / "traces").is_dir()
     toks = by_key["toks[batch=2]"]
     assert toks.metrics["throughput"].unit == "tokens/s"
-    time_median = sorted(toks.metrics["time"].samples)[len(toks.metrics["time"].samples) // 2]
-    rate_median = sorted(toks.metrics["throughput"].samples)[len(toks.metrics["time"].samples) // 2]
-    assert rate_median == pytest.approx(8 / time_median, rel=0.2)
+    # One throughput sample per time sample: items / seconds.
+    expected = [8 / t for t in toks.metrics["time"].samples]
+    assert toks.metrics["throughput"].samples == pytest.approx(expected)
     assert by_key["setup_fails"].error == "ValueError: bad setup"
     assert by_key["call_fails"].error == "ZeroDivisionError: division by zero"
     assert by_key["not_callable"].error.startswith("TypeError: setup returned int")
@@ -121,7 +142,9 @@ def test_a_run_produces_a_valid_document_with_all_metrics(tmp_path):
     assert doc.environment.fingerprint
     names = [e[0] for e in recorder.events]
     assert names[0] == "run_started" and names[-1] == "run_finished"
-    assert recorder.events[0] == ("run_started", 6, 1)
+    assert by_key["fails_while_sampled"].error == "RuntimeError: gave up"
+    assert by_key["fails_while_sampled"].metrics == {}
+    assert recorder.events[0] == ("run_started", 7, 1)
     assert ("error", "setup_fails", "ValueError: bad setup", 1) in recorder.events
     assert ("finished", "mm[n=16]", 1) in recorder.events
 
@@ -201,6 +224,8 @@ def test_rounds_run_in_worker_processes_and_pool(tmp_path):
     # The crash takes down only its own instance; a fresh worker runs the rest.
     assert by_key["crashes"].error.startswith("round 1/2: worker crashed while running it")
     assert "exit code 17" in by_key["crashes"].error
+    # Interleaved, every instance was running when it crashed: the round went on sequentially.
+    assert any(e[0] == "warning" and "one after another" in e[1] for e in recorder.events)
     assert ("started", "after", 2) in recorder.events
     assert ("finished", "after", 2) in recorder.events
     parse_document(doc.to_json_dict())
@@ -309,3 +334,37 @@ def test_isolate_measures_a_single_round_in_a_worker(tmp_path, monkeypatch, isol
         )
     else:
         assert error == "ValueError: measured in the parent process"
+
+
+ORDER_PROBE = """
+import perfgate
+
+later_setup_done = []
+
+@perfgate.benchmark
+def earlier():
+    def run():
+        # Only interleaved sampling calls an instance again after a later one was set up.
+        if later_setup_done:
+            raise ValueError("sampled after the next setup")
+    return run
+
+@perfgate.benchmark
+def later():
+    later_setup_done.append(True)
+    return lambda: None
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("interleave", [True, False])
+def test_worker_rounds_interleave_when_asked(tmp_path, interleave):
+    _suite(tmp_path, ORDER_PROBE)
+    doc = _run(tmp_path, rounds=2, max_time=0.02, profile=False, interleave=interleave)
+    by_key = {b.key: b for b in doc.benchmarks}
+    assert by_key["later"].error is None
+    if interleave:
+        assert by_key["earlier"].error == "round 1/2: ValueError: sampled after the next setup"
+    else:
+        assert by_key["earlier"].error is None
+    assert doc.environment.sampling == ("interleaved" if interleave else "sequential")

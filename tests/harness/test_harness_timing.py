@@ -10,7 +10,15 @@ import pytest
 
 pytest.importorskip("torch")
 
-from perfgate.harness.sampling import SamplingConfig, relative_ci, sample
+from perfgate.harness.sampling import (
+    MIN_SLICES,
+    SLICES,
+    SamplingConfig,
+    relative_ci,
+    sample,
+    sample_interleaved,
+    warm_up,
+)
 from perfgate.harness.timing import CpuTimer, CudaEventTimer
 from perfgate.stats.summary import median_ci
 
@@ -121,6 +129,105 @@ def test_first_call_is_reported_and_hook_called():
     assert result.first_call == 2.0
     assert seen == [1]
     assert 2.0 not in result.samples
+
+
+JITTER = random.Random(0)
+
+
+def _median(values):
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def _samplers(clock, bases, burst, config):
+    """Warmed-up samplers of constant-time calls, all made `burst` (start, end, factor) slower
+    while the fake clock is in that window; also returns the time of every sample."""
+    times = {}
+    samplers = []
+    for index, base in enumerate(bases):
+        times[index] = []
+
+        def per_call(i, base=base):
+            start, end, factor = burst
+            # A little jitter, so the CI is never exactly zero.
+            return (
+                base * (1 + 0.002 * JITTER.random()) * (factor if start <= clock.now < end else 1.0)
+            )
+
+        timer = FakeTimer(clock, per_call)
+        original = timer.time_block
+
+        def timed(fn, k, original=original, index=index):
+            times[index].append(clock.now)
+            return original(fn, k)
+
+        timer.time_block = timed
+        samplers.append(warm_up(lambda: None, timer, config, clock=clock))
+        times[index].clear()  # warm-up blocks are not samples
+    return samplers, times
+
+
+def test_interleaved_slices_ride_out_a_burst_that_spoils_a_sequential_instance():
+    config = SamplingConfig(min_samples=20, max_time=1.0, target=1e-9)  # use the whole budget
+    bases = [1e-4, 2e-4, 3e-4]
+    # Sequential: the burst covers the middle instance's sampling, and its median is 1.5x.
+    clock = FakeClock()
+    medians = []
+    for base in bases:
+        timer = FakeTimer(
+            clock,
+            lambda i, base=base: (
+                base * (1 + 0.002 * JITTER.random()) * (1.5 if 1.2 <= clock.now < 2 else 1)
+            ),
+        )
+        medians.append(sample(lambda: None, timer, config, clock=clock).median)
+    assert medians[1] == pytest.approx(1.5 * bases[1], rel=0.01)
+    # Interleaved, the same 0.8 s burst spoils about a third of every instance's samples.
+    probe = FakeClock()
+    _samplers(probe, bases, (0, 0, 1), config)
+    begin = probe.now  # warm-up is deterministic: sampling starts here on a fresh clock too
+    clock = FakeClock()
+    samplers, times = _samplers(clock, bases, (begin + 0.8, begin + 1.6, 1.5), config)
+    assert sample_interleaved(samplers) == [None, None, None]
+    for sampler, base in zip(samplers, bases, strict=True):
+        assert _median(sampler.samples) == pytest.approx(base, rel=0.01)
+        assert sampler.spent == pytest.approx(sampler.budget, rel=0.05)
+    # Every instance's samples span the whole sampling phase, not a window of it.
+    end = clock.now
+    for index in times:
+        assert times[index][0] - begin < 0.1 * (end - begin)
+        assert end - times[index][-1] < 0.1 * (end - begin)
+
+
+def test_interleaved_sampling_stops_early_only_after_min_slices():
+    clock = FakeClock()
+    config = SamplingConfig(min_samples=10, max_time=1.0)  # steady times: precise at once
+    samplers, _ = _samplers(clock, [1e-4, 2e-4], (0, 0, 1), config)
+    sample_interleaved(samplers)
+    for sampler in samplers:
+        assert sampler.spent == pytest.approx(sampler.budget * MIN_SLICES / SLICES, rel=0.1)
+
+
+def test_interleaved_sampling_never_cuts_min_samples_and_reports_failures():
+    clock = FakeClock()
+    config = SamplingConfig(min_samples=40, max_time=0.2, target=1e-9)
+    # A 5 ms call takes 3 blocks a slice: 10 slices give 30 samples, the other 10 come after.
+    slow, fine = _samplers(clock, [5e-3, 1e-4], (0, 0, 1), config)[0]
+    calls = []
+    limit = []
+
+    def breaks() -> None:
+        calls.append(1)
+        if limit and len(calls) > limit[0]:
+            raise RuntimeError("device lost")
+
+    broken = warm_up(breaks, FakeTimer(clock, lambda i: 1e-4), config, clock=clock)
+    limit.append(len(calls) + 50)  # fails in its first slices, after warm-up
+    failures = sample_interleaved([slow, broken, fine])
+    assert failures[0] is None and failures[2] is None
+    assert isinstance(failures[1], RuntimeError)
+    assert len(slow.samples) == 40
+    assert len(fine.samples) >= 40
 
 
 def test_relative_ci():

@@ -66,10 +66,12 @@ def command(
     db_url: str,
     max_size: str,
 ) -> None:
-    """Compare BASE with HEAD: each a results file, a commit (or unique prefix) or a branch.
+    """Compare BASE with HEAD: each a results file, a folder of them, a commit or a branch.
 
-    Runs stored for the same commit are pooled. With at least 5 earlier runs of the base branch
-    in the store, each benchmark's threshold rises to its own run-to-run noise.
+    A folder holds the results files of one commit (say, rounds measured alternately with the
+    other side's); they are pooled like runs stored for the same commit. A commit may be a unique
+    prefix. With at least 5 earlier runs of the base branch in the store, each benchmark's
+    threshold rises to its own run-to-run noise.
     """
     # Imported here: scipy costs a second, and `perfgate --help` should not pay it.
     from perfgate.stats.compare import CompareSettings
@@ -102,7 +104,8 @@ def build_comparison(
     from perfgate.store.connect import open_store
     from perfgate.store.engine import is_missing_sqlite_file
 
-    files = {ref: Path(ref) for ref in (base, head) if Path(ref).is_file()}
+    # A folder is the runs of one commit, like several stored runs of it.
+    files = {ref: Path(ref) for ref in (base, head) if Path(ref).is_file() or Path(ref).is_dir()}
     # Two files compare on their own; the store adds history when there is one to read.
     if len(files) == 2 and is_missing_sqlite_file(db_url):
         return comparisons.compare_sides(

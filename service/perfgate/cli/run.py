@@ -55,6 +55,12 @@ from perfgate.results import ResultsDocument, dump_document
     is_flag=True,
     help="Leave glibc's malloc thresholds dynamic (noisier: see docs/harness.md).",
 )
+@click.option(
+    "--interleave/--sequential",
+    default=None,
+    help="Take samples in slices, round-robin across instances, so a burst of load spoils a "
+    "slice of each instead of one instance [default: interleave on CPU, sequential on CUDA].",
+)
 @click.option("--no-profile", is_flag=True, help="Skip the torch.profiler pass.")
 @click.option(
     "--trace-dir",
@@ -79,6 +85,7 @@ def command(
     max_time: float | None,
     threads: int | None,
     system_malloc: bool,
+    interleave: bool | None,
     no_profile: bool,
     trace_dir: Path | None,
     out: Path | None,
@@ -113,6 +120,7 @@ def command(
         max_time=max_time,
         threads=threads,
         pin_malloc=not system_malloc,
+        interleave=interleave,
         profile=not no_profile,
         trace_dir=trace_dir,
         commit=commit,

@@ -140,6 +140,8 @@ class CompileWatch:
     """
 
     def __init__(self) -> None:
+        self.frames_at_start = 0
+        self.breaks_at_start = 0
         self.frames_after_setup = 0
         self.frames_after_first_call = 0
         self.breaks_after_first_call = 0
@@ -152,26 +154,35 @@ class CompileWatch:
 
         return counters
 
-    def _frames(self) -> int:
+    def _frames(self, *, since_start: bool = True) -> int:
         counters = self._counters()
-        return 0 if counters is None else int(counters["frames"].get("total", 0))
+        total = 0 if counters is None else int(counters["frames"].get("total", 0))
+        return total - self.frames_at_start if since_start else total
 
-    def start(self) -> None:
-        """Before setup: forget earlier instances' compiled code and counts."""
+    def start(self, *, reset: bool = True) -> None:
+        """Before setup: forget earlier instances' compiled code and counts.
+
+        With `reset=False` (interleaved sampling, where earlier instances' compiled code must
+        stay valid) only the counts so far are noted, and this instance's are counted from them.
+        """
         if "torch._dynamo" in sys.modules:
             import torch._dynamo
 
-            # Each instance compiles from scratch, so its compile_time and recompiles do not
-            # depend on which instances ran before it.
-            torch._dynamo.reset()
-            torch._dynamo.utils.counters.clear()
+            if reset:
+                # Each instance compiles from scratch, so its compile_time and recompiles do not
+                # depend on which instances ran before it.
+                torch._dynamo.reset()
+                torch._dynamo.utils.counters.clear()
+        self.frames_at_start = self._frames(since_start=False)
+        self.breaks_at_start = self._breaks(since_start=False)
 
     def after_setup(self) -> None:
         self.frames_after_setup = self._frames()
 
-    def _breaks(self) -> int:
+    def _breaks(self, *, since_start: bool = True) -> int:
         counters = self._counters()
-        return 0 if counters is None else int(sum(counters["graph_break"].values()))
+        total = 0 if counters is None else int(sum(counters["graph_break"].values()))
+        return total - self.breaks_at_start if since_start else total
 
     def after_first_call(self) -> None:
         self.frames_after_first_call = self._frames()

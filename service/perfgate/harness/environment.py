@@ -86,11 +86,14 @@ def _gpus(torch: Any) -> list[dict[str, Any]]:
     return gpus
 
 
-def collect_environment(device: Any, *, malloc: str = "system") -> dict[str, Any]:
+def collect_environment(
+    device: Any, *, malloc: str = "system", sampling: str = "sequential"
+) -> dict[str, Any]:
     """The environment section of a results document (torch must be importable).
 
-    `malloc` says how the measuring processes' allocator was configured (part of the fingerprint:
-    it changes timings of allocation-heavy benchmarks).
+    `malloc` says how the measuring processes' allocator was configured, `sampling` whether
+    instances were sampled one after another or interleaved (both part of the fingerprint: they
+    change what the timings mean).
     """
     import importlib
 
@@ -134,6 +137,7 @@ def collect_environment(device: Any, *, malloc: str = "system") -> dict[str, Any
         "torch_threads": int(torch.get_num_threads()),
         "torch_interop_threads": int(torch.get_num_interop_threads()),
         "malloc": malloc,
+        "sampling": sampling,
         "os": f"{platform.system()} {platform.release()}",
         "platform": sys.platform,
         "hostname": socket.gethostname(),

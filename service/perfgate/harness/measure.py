@@ -5,13 +5,14 @@ from __future__ import annotations
 import gc
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perfgate.harness.api import BenchmarkInstance
 from perfgate.harness.counters import (
+    CompileMetrics,
     CompileWatch,
     count_flops,
     count_kernel_launches,
@@ -22,7 +23,13 @@ from perfgate.harness.counters import (
 from perfgate.harness.discovery import one_line
 from perfgate.harness.memory import measure_peak_memory
 from perfgate.harness.profiling import active_calls, profile_callable, trace_file_name
-from perfgate.harness.sampling import Progress, SamplingConfig, sample
+from perfgate.harness.sampling import (
+    Progress,
+    Sampler,
+    SamplingConfig,
+    sample_interleaved,
+    warm_up,
+)
 from perfgate.harness.timing import make_synchronize, make_timer
 from perfgate.report.progress import InstanceProgress, RunReporter
 
@@ -38,6 +45,8 @@ class MeasureSettings:
     max_time: float | None = None
     profile: bool = True
     trace_dir: Path | None = None
+    #: Take samples in slices round-robin across instances (`measure_interleaved`).
+    interleave: bool = False
 
 
 @dataclass
@@ -123,15 +132,34 @@ def _refuse_instrumented_timing() -> None:
         raise RuntimeError("the torch profiler is active (left on by setup?); timing refused")
 
 
-def measure_instance(
+@dataclass
+class _Started:
+    """An instance set up and warmed up, its sampling still to come."""
+
+    instance: BenchmarkInstance
+    result: InstanceResult
+    fn: Callable[[], object]
+    sampler: Sampler
+    watch: CompileWatch
+    setup_s: float
+    items: float | None
+    compiled: CompileMetrics | None = None
+
+    def drop_setup(self) -> None:
+        """Let go of the callable (and what its closure holds) so memory can be released."""
+        self.fn = self.sampler.fn = _released
+
+
+def _start(
     instance: BenchmarkInstance,
     *,
     device: Any,
     settings: MeasureSettings,
     reporter: RunReporter,
-    round_index: int = 1,
-) -> InstanceResult:
-    """Everything DESIGN §3 measures for one instance, in order; failures become an error entry."""
+    round_index: int,
+    interleaved: bool,
+) -> _Started | InstanceResult:
+    """Setup, first call and warm-up; an InstanceResult (an error entry) if any of them fails."""
     import torch
 
     spec = instance.spec
@@ -140,7 +168,8 @@ def measure_instance(
     )
     reporter.instance_started(instance.key, round_index=round_index)
     watch = CompileWatch()
-    watch.start()
+    # Interleaved instances keep their compiled code until the last slice: no dynamo reset.
+    watch.start(reset=not interleaved)
     # The same inputs in every round and every run: data-dependent kernels time alike.
     torch.manual_seed(0)
     fn: Callable[[], object] | None = None
@@ -152,34 +181,65 @@ def measure_instance(
             raise TypeError(f"setup returned {type(fn).__name__}, not a zero-argument callable")
         watch.after_setup()
         _refuse_instrumented_timing()
-        timing = sample(
+        sampler = warm_up(
             fn,
             make_timer(device),
             sampling_config(instance, settings),
-            on_progress=_Throttled(reporter, instance.key, round_index),
             after_first_call=watch.after_first_call,
         )
         items = instance.item_count()
     except Exception as exc:
-        result.entry["error"] = one_line(exc)
-        reporter.instance_error(instance.key, result.entry["error"], round_index=round_index)
-        fn = None
-        _release(device)
-        return result
+        fn = None  # before _release, so what the setup allocated can go
+        return _failed(result, exc, device=device, reporter=reporter, round_index=round_index)
+    started = _Started(instance, result, fn, sampler, watch, setup_s, items)
+    if interleaved:
+        # The next instance's compiles would count as this one's: settle its counts now.
+        started.compiled = watch.finish(
+            setup_s=setup_s, first_call_s=sampler.first_call, per_call_s=sampler.settled
+        )
+    return started
 
+
+def _failed(
+    result: InstanceResult,
+    exc: Exception,
+    *,
+    device: Any,
+    reporter: RunReporter,
+    round_index: int,
+) -> InstanceResult:
+    result.entry["error"] = one_line(exc)
+    reporter.instance_error(result.entry["key"], result.entry["error"], round_index=round_index)
+    _release(device)
+    return result
+
+
+def _finish(
+    started: _Started,
+    *,
+    device: Any,
+    settings: MeasureSettings,
+    reporter: RunReporter,
+    round_index: int,
+) -> InstanceResult:
+    """Metrics from the samples, the secondary passes, the progress line; releases the setup."""
+    timing = started.sampler.result()
+    result, spec = started.result, started.instance.spec
     metrics = result.entry["metrics"]
     per_call = timing.median
     metrics["time"] = {"unit": "s", "direction": "lower", "samples": timing.samples}
-    if items is not None:
+    if started.items is not None:
         metrics["throughput"] = {
             "unit": f"{spec.unit}/s",
             "direction": "higher",
-            "samples": [items / s for s in timing.samples if s > 0],
+            "samples": [started.items / s for s in timing.samples if s > 0],
         }
-    compiled = watch.finish(setup_s=setup_s, first_call_s=timing.first_call, per_call_s=per_call)
+    compiled = started.compiled or started.watch.finish(
+        setup_s=started.setup_s, first_call_s=timing.first_call, per_call_s=per_call
+    )
     _secondary_passes(
-        fn=fn,
-        instance=instance,
+        fn=started.fn,
+        instance=started.instance,
         device=device,
         settings=settings,
         per_call=per_call,
@@ -188,7 +248,7 @@ def measure_instance(
     )
     reporter.instance_finished(
         InstanceProgress(
-            key=instance.key,
+            key=started.instance.key,
             round_index=round_index,
             samples=len(timing.samples),
             median=per_call,
@@ -196,9 +256,95 @@ def measure_instance(
             elapsed=timing.elapsed,
         )
     )
-    fn = None
+    started.drop_setup()
     _release(device)
     return result
+
+
+def measure_instance(
+    instance: BenchmarkInstance,
+    *,
+    device: Any,
+    settings: MeasureSettings,
+    reporter: RunReporter,
+    round_index: int = 1,
+) -> InstanceResult:
+    """Everything DESIGN §3 measures for one instance, in order; failures become an error entry."""
+    started = _start(
+        instance,
+        device=device,
+        settings=settings,
+        reporter=reporter,
+        round_index=round_index,
+        interleaved=False,
+    )
+    if isinstance(started, InstanceResult):
+        return started
+    progress = _Throttled(reporter, instance.key, round_index)
+    try:
+        while not started.sampler.done():
+            started.sampler.take_block(progress)
+    except Exception as exc:
+        started.drop_setup()
+        return _failed(
+            started.result, exc, device=device, reporter=reporter, round_index=round_index
+        )
+    return _finish(
+        started, device=device, settings=settings, reporter=reporter, round_index=round_index
+    )
+
+
+def measure_interleaved(
+    instances: list[BenchmarkInstance],
+    *,
+    device: Any,
+    settings: MeasureSettings,
+    reporter: RunReporter,
+    round_index: int = 1,
+) -> Iterator[tuple[BenchmarkInstance, InstanceResult]]:
+    """Measure instances with their samples taken in slices, round-robin across all of them.
+
+    A burst of load on a shared runner (a neighbour on the same core, lasting a second or so)
+    then spoils a slice of every instance instead of all samples of the one being timed, and the
+    median of the slices holds. Every instance is set up and warmed up first (so all setups are
+    alive at once); then `sample_interleaved` takes their samples in slices. Results come in
+    instance order (setup failures first), each after its secondary passes.
+    """
+    started: list[_Started] = []
+    for instance in instances:
+        outcome = _start(
+            instance,
+            device=device,
+            settings=settings,
+            reporter=reporter,
+            round_index=round_index,
+            interleaved=True,
+        )
+        if isinstance(outcome, InstanceResult):
+            yield instance, outcome
+        else:
+            started.append(outcome)
+    failures = sample_interleaved([one.sampler for one in started])
+    for one, failure in zip(started, failures, strict=True):
+        if failure is not None:
+            one.drop_setup()
+            yield (
+                one.instance,
+                _failed(
+                    one.result, failure, device=device, reporter=reporter, round_index=round_index
+                ),
+            )
+            continue
+        yield (
+            one.instance,
+            _finish(
+                one, device=device, settings=settings, reporter=reporter, round_index=round_index
+            ),
+        )
+
+
+def _released() -> None:
+    """Stands in for a finished instance's callable, so its setup can be freed."""
 
 
 def _ci_rel(samples: list[float]) -> float | None:
@@ -312,12 +458,28 @@ def run_instances(
     round_index: int = 1,
     on_result: Callable[[BenchmarkInstance, InstanceResult], None] | None = None,
 ) -> dict[str, InstanceResult]:
-    """Measure instances one after another in this process; warnings go to the reporter."""
+    """Measure instances in this process, interleaved or one after another (settings); warnings
+    go to the reporter."""
     results: dict[str, InstanceResult] = {}
-    for instance in instances:
-        result = measure_instance(
-            instance, device=device, settings=settings, reporter=reporter, round_index=round_index
+    if settings.interleave:
+        measured: Iterable[tuple[BenchmarkInstance, InstanceResult]] = measure_interleaved(
+            instances, device=device, settings=settings, reporter=reporter, round_index=round_index
         )
+    else:
+        measured = (
+            (
+                instance,
+                measure_instance(
+                    instance,
+                    device=device,
+                    settings=settings,
+                    reporter=reporter,
+                    round_index=round_index,
+                ),
+            )
+            for instance in instances
+        )
+    for instance, result in measured:
         for warning in result.warnings:
             reporter.warning(warning)
         results[instance.key] = result

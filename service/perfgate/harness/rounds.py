@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,9 @@ def run_round(
     """One round: every instance once, in order, in worker processes; returns entries by key.
 
     A worker that dies takes only the instance it was running with it: that instance becomes an
-    error entry and a new worker carries on with the rest.
+    error entry and a new worker carries on with the rest. (An interleaved worker has all its
+    instances running at once: after a crash the unfinished ones are measured again sequentially,
+    which tells the culprit from the rest.)
     """
     remaining = list(instances)
     entries: dict[str, dict[str, Any]] = {}
@@ -142,6 +145,17 @@ def run_round(
                     reporter=reporter,
                 )
             break
+        if settings.interleave and len(crashed) > 1:
+            # An interleaved worker had every instance started: which one crashed it is
+            # unknown, so the rest of the round runs again one instance at a time, where a
+            # crash names its culprit.
+            settings = replace(settings, interleave=False)
+            remaining = [i for i in remaining if i.key not in done]
+            reporter.warning(
+                f"round {round_index}: the worker crashed ({failure}); measuring the "
+                f"{len(remaining)} unfinished instances again, one after another"
+            )
+            continue
         for instance in crashed:
             _error(
                 entries,
@@ -203,6 +217,7 @@ def _spawn_worker(
             "device": device,
             "threads": threads,
             "max_time": settings.max_time,
+            "interleave": settings.interleave,
             "profile": profile,
             "trace_dir": str(settings.trace_dir) if settings.trace_dir else None,
             "round_index": round_index,

@@ -40,6 +40,7 @@ def run_benchmarks(
     threads: int | None = None,
     pin_malloc: bool = True,
     isolate: bool = False,
+    interleave: bool | None = None,
     reporter: RunReporter | None = None,
     github: GitHubContext | None = None,
     cwd: Path | None = None,
@@ -52,7 +53,9 @@ def run_benchmarks(
     relative paths and the local git lookup. `pin_malloc` fixes glibc's malloc thresholds in
     every measuring process (see `perfgate.harness.allocator`). `isolate` measures a single
     round in a worker process too, so that a process which ran other benchmarks before (the
-    demo runs both sides) does not measure with warm caches and compiled kernels. Raises
+    demo runs both sides) does not measure with warm caches and compiled kernels. `interleave`
+    samples the instances of a round in slices, round-robin (`measure_interleaved`); None means
+    on CPU only (on CUDA every setup alive at once could exhaust device memory). Raises
     UsageError for bad options, a missing commit or an empty selection.
     """
     if rounds < 1:
@@ -84,11 +87,16 @@ def run_benchmarks(
     _refuse_empty(selection, paths, filter)
     from perfgate.harness.environment import collect_environment
 
-    environment = collect_environment(torch_device, malloc=malloc)
+    if interleave is None:
+        interleave = torch_device.type == "cpu"
+    environment = collect_environment(
+        torch_device, malloc=malloc, sampling="interleaved" if interleave else "sequential"
+    )
     settings = MeasureSettings(
         max_time=max_time,
         profile=profile,
         trace_dir=_anchor(trace_dir, base) if trace_dir else None,
+        interleave=interleave,
     )
     reporter.run_started(instances=len(selection.instances), rounds=rounds)
     try:

@@ -6,7 +6,7 @@ import bisect
 import gc
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -16,6 +16,10 @@ from perfgate.stats.summary import median_ci
 DEFAULT_MIN_SAMPLES = 20
 DEFAULT_MAX_TIME = 1.0
 DEFAULT_TARGET = 0.01
+# Interleaved sampling: each instance's sampling budget is cut into this many slices, one a pass;
+# it may stop early only after MIN_SLICES of them, so its samples span most of the round.
+SLICES = 10
+MIN_SLICES = 5
 # A block this many times longer than the minimum means k no longer fits the per-call time.
 _BLOCK_BLOWUP = 50
 
@@ -113,6 +117,22 @@ def sample(
     `warmup_share` of it); then blocks are sampled until `min_samples` are in and the CI target
     is met or `max_time` (warm-up included) is spent.
     """
+    sampler = warm_up(fn, timer, config, after_first_call=after_first_call, clock=clock)
+    while not sampler.done():
+        sampler.take_block(on_progress)
+    return sampler.result()
+
+
+def warm_up(
+    fn: Callable[[], object],
+    timer: Timer,
+    config: SamplingConfig,
+    *,
+    after_first_call: Callable[[], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Sampler:
+    """The first call, the extra warm-up calls and the warm-up blocks; returns a Sampler whose
+    blocks may then be taken all at once (`sample`) or in slices between other instances'."""
     with gc_paused():
         first_call = timer.time_block(fn, 1)
     if after_first_call is not None:
@@ -144,43 +164,158 @@ def sample(
     # The settled per-call time may be far from the first estimate: size the blocks again.
     settled = sorted(recent[-config.stable_window :])[len(recent[-config.stable_window :]) // 2]
     k = _resize(k, settled, timer.min_block_s, config.max_calls_per_block)
-
-    samples: list[float] = []
-    ordered: list[float] = []
-    deadline = start + config.max_time
-    last_check = 0
-    ci_rel: float | None = None
-    while len(samples) < config.max_samples:
-        with gc_paused():
-            value = timer.time_block(fn, k) / k
-        samples.append(value)
-        bisect.insort(ordered, value)
-        n = len(samples)
-        now = clock()
-        if k > 1 and value * k > _BLOCK_BLOWUP * timer.min_block_s:
-            # Calls got far slower than when k was chosen (contention, throttling, a data-
-            # dependent path): shrink the blocks so min_samples cannot outlast the budget.
-            k = _resize(k, value, timer.min_block_s, config.max_calls_per_block)
-        # Re-evaluating the CI costs O(n); past a few hundred samples every 1% of n is plenty.
-        if n - last_check >= max(1, n // 100):
-            last_check = n
-            ci_rel = relative_ci(ordered)
-            if on_progress is not None:
-                on_progress(
-                    Progress(samples=n, median=ordered[n // 2], ci_rel=ci_rel, elapsed=now - start)
-                )
-        if n < config.min_samples:
-            continue
-        if (ci_rel is not None and ci_rel <= config.target) or now >= deadline:
-            break
-    return TimingResult(
-        samples=samples,
-        calls_per_block=k,
+    return Sampler(
+        fn=fn,
+        timer=timer,
+        config=config,
+        clock=clock,
+        k=k,
         first_call=first_call,
         warmup_blocks=warmup_blocks,
         stable=stable,
-        elapsed=clock() - start,
+        settled=settled,
+        start=start,
+        budget=max(0.0, start + config.max_time - clock()),
     )
+
+
+class Sampler:
+    """Sampling of one warmed-up callable, a block at a time; the budget counts only the time
+    spent in its own blocks, so other instances' blocks can run in between."""
+
+    def __init__(
+        self,
+        *,
+        fn: Callable[[], object],
+        timer: Timer,
+        config: SamplingConfig,
+        clock: Callable[[], float],
+        k: int,
+        first_call: float,
+        warmup_blocks: int,
+        stable: bool,
+        settled: float,
+        start: float,
+        budget: float,
+    ) -> None:
+        self.fn, self.timer, self.config, self.clock = fn, timer, config, clock
+        self.k = k
+        self.first_call, self.warmup_blocks, self.stable = first_call, warmup_blocks, stable
+        #: Per-call time at the end of warm-up.
+        self.settled = settled
+        self.start = start
+        #: Seconds of sampling left (what warm-up left of `max_time`).
+        self.budget = budget
+        self.spent = 0.0
+        self.samples: list[float] = []
+        self._ordered: list[float] = []
+        self._last_check = 0
+        self.ci_rel: float | None = None
+
+    def take_block(self, on_progress: Callable[[Progress], None] | None = None) -> None:
+        config, timer = self.config, self.timer
+        began = self.clock()
+        with gc_paused():
+            value = timer.time_block(self.fn, self.k) / self.k
+        self.spent += self.clock() - began
+        self.samples.append(value)
+        bisect.insort(self._ordered, value)
+        n = len(self.samples)
+        if self.k > 1 and value * self.k > _BLOCK_BLOWUP * timer.min_block_s:
+            # Calls got far slower than when k was chosen (contention, throttling, a data-
+            # dependent path): shrink the blocks so min_samples cannot outlast the budget.
+            self.k = _resize(self.k, value, timer.min_block_s, config.max_calls_per_block)
+        # Re-evaluating the CI costs O(n); past a few hundred samples every 1% of n is plenty.
+        if n - self._last_check >= max(1, n // 100):
+            self._last_check = n
+            self.ci_rel = relative_ci(self._ordered)
+            if on_progress is not None:
+                on_progress(
+                    Progress(
+                        samples=n,
+                        median=self._ordered[n // 2],
+                        ci_rel=self.ci_rel,
+                        elapsed=self.clock() - self.start,
+                    )
+                )
+
+    def take_slice(self, seconds: float) -> None:
+        """Blocks for about `seconds` (at least one), within what is left of the budget."""
+        until = self.spent + min(seconds, max(0.0, self.budget - self.spent))
+        if self.settled * self.k <= seconds / 4:
+            # Other instances ran since this one's last block and left their data in the caches:
+            # one untimed block brings this one's back, where it costs under a quarter of a slice.
+            began = self.clock()
+            with gc_paused():
+                self.timer.time_block(self.fn, self.k)
+            self.spent += self.clock() - began
+        while True:
+            self.take_block()
+            if self.spent >= until or len(self.samples) >= self.config.max_samples:
+                return
+
+    @property
+    def has_min_samples(self) -> bool:
+        return len(self.samples) >= self.config.min_samples
+
+    @property
+    def precise(self) -> bool:
+        return self.ci_rel is not None and self.ci_rel <= self.config.target
+
+    @property
+    def out_of_budget(self) -> bool:
+        return self.spent >= self.budget or len(self.samples) >= self.config.max_samples
+
+    def done(self) -> bool:
+        """Sequential stopping rule: min_samples in, and the CI target met or the budget spent."""
+        if len(self.samples) >= self.config.max_samples:
+            return True
+        return self.has_min_samples and (self.precise or self.out_of_budget)
+
+    def result(self) -> TimingResult:
+        return TimingResult(
+            samples=self.samples,
+            calls_per_block=self.k,
+            first_call=self.first_call,
+            warmup_blocks=self.warmup_blocks,
+            stable=self.stable,
+            elapsed=self.clock() - self.start,
+        )
+
+
+def sample_interleaved(
+    samplers: Sequence[Sampler], *, slices: int = SLICES, min_slices: int = MIN_SLICES
+) -> list[Exception | None]:
+    """Take the samplers' blocks in slices, round-robin; returns each one's failure or None.
+
+    Each pass gives every sampler 1/`slices` of its budget (at least one block). A sampler may
+    stop after `min_slices` passes once it has `min_samples` and meets the CI target, so its
+    samples span most of the round; `min_samples` are never cut short (a block a pass after
+    the last slice). A sampler that raises drops out with its exception.
+    """
+    failures: list[Exception | None] = [None] * len(samplers)
+    active = list(range(len(samplers)))
+    passes = 0
+    while active:
+        passes += 1
+        for index in list(active):
+            sampler = samplers[index]
+            try:
+                if passes <= slices:
+                    sampler.take_slice(sampler.budget / slices)
+                else:
+                    sampler.take_block()
+            except Exception as exc:
+                failures[index] = exc
+                active.remove(index)
+                continue
+            if sampler.has_min_samples and (
+                sampler.out_of_budget
+                or passes >= slices
+                or (passes >= min_slices and sampler.precise)
+            ):
+                active.remove(index)
+    return failures
 
 
 def _calls_per_block(

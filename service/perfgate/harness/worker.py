@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     trace_dir = request.get("trace_dir")
     settings = MeasureSettings(
         max_time=request.get("max_time"),
+        interleave=bool(request.get("interleave", False)),
         profile=bool(request["profile"]),
         trace_dir=Path(trace_dir) if trace_dir else None,
     )

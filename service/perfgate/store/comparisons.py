@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from perfgate.errors import NotFoundError
+from perfgate.errors import NotFoundError, UsageError
 from perfgate.results import ResultsDocument, load_document
 from perfgate.stats.compare import CompareSettings
 from perfgate.stats.comparison import compare_documents
@@ -37,7 +37,28 @@ class Side:
 
 
 def load_side_file(path: Path, *, max_bytes: int) -> Side:
-    return Side(documents=[load_document(path, max_bytes=max_bytes)])
+    """A results file, or a folder whose `*.json` files are the runs (rounds) of one commit."""
+    if not path.is_dir():
+        return Side(documents=[load_document(path, max_bytes=max_bytes)])
+    files = sorted(path.glob("*.json"))
+    if not files:
+        raise UsageError(f"{path}: the folder holds no results files (*.json)")
+    documents = [load_document(file, max_bytes=max_bytes) for file in files]
+    first, first_file = documents[0].run, files[0]
+    seen: dict[str, Path] = {}
+    for file, document in zip(files, documents, strict=True):
+        run = document.run
+        # Pooled as rounds, they must be one commit of one project, and each run counted once.
+        if (run.project, run.commit) != (first.project, first.commit):
+            raise UsageError(
+                f"{file}: project {run.project!r} commit {run.commit[:12]} differs from "
+                f"{first_file.name}'s {first.project!r} {first.commit[:12]}; a folder holds "
+                "the runs of one commit"
+            )
+        if run.id in seen:
+            raise UsageError(f"{file}: run {run.id} is also {seen[run.id]}; each run counts once")
+        seen[run.id] = file
+    return Side(documents=documents)
 
 
 def _rebuild(session: Session, refs: list[queries.RunRef]) -> list[ResultsDocument]:
