@@ -22,7 +22,15 @@ from perfgate.stats.compare import (
     min_two_sided_p,
 )
 from perfgate.stats.comparison import compare_documents, sides_alternated
-from perfgate.stats.noise import common_factor, history_noise, mad_sigma, with_drift
+from perfgate.stats.noise import (
+    INTERLEAVED,
+    SEQUENTIAL,
+    common_factor,
+    history_noise,
+    mad_sigma,
+    priors_for,
+    with_drift,
+)
 from perfgate.synthetic import synthetic_document
 
 
@@ -120,6 +128,9 @@ def test_history_noise_removes_run_factor_and_flags_excursions() -> None:
     assert floors[("b0", "time")].excursion is None
     assert history.common_sigma is not None and history.common_sigma > 0.02
     assert history_noise(runs[:4]).floors == {}
+    # The t's tails: heavy by default (sequential runs), lighter for interleaved ones.
+    assert floors[("b0", "time")].df == 2.0
+    assert history_noise(runs, tail_df=INTERLEAVED.history_tail_df).floors[("b0", "time")].df == 4.0
 
 
 def test_mad_sigma_of_normal() -> None:
@@ -147,6 +158,31 @@ def test_one_round_needs_a_large_change() -> None:
     found = [r for r in large.results if r.verdict == "regression"]
     assert [(r.key, r.metric) for r in found] == [(key, "time")]
     assert found[0].noise is not None and "default run-to-run noise" in found[0].noise
+
+
+def _sampled(seed: int, sampling: str, slowdown: dict[str, float] | None = None) -> Any:
+    document = synthetic_document(benchmarks=30, samples=40, seed=seed, slowdown=slowdown)
+    document["environment"]["sampling"] = sampling
+    return parse_document(document)
+
+
+def test_interleaved_runs_get_the_priors_measured_for_them() -> None:
+    assert priors_for(["interleaved", "interleaved"]) is INTERLEAVED
+    assert priors_for(["interleaved", "sequential"]) is SEQUENTIAL
+    assert priors_for(["interleaved", None]) is SEQUENTIAL  # a document from before the field
+    key = _docs(1).benchmarks[4].key
+    # One round a side, +25%: within what sequentially sampled processes move by, beyond what
+    # interleaved ones do (docs/comparator.md has the measurements).
+    verdicts = {}
+    for sampling in ("interleaved", "sequential"):
+        comparison = compare_documents(
+            [_sampled(1, sampling)], [_sampled(2, sampling, {key: 1.25})]
+        )
+        verdicts[sampling] = next(
+            r.verdict for r in comparison.results if r.key == key and r.metric == "time"
+        )
+        assert comparison.summary()["regression"] == (sampling == "interleaved")
+    assert verdicts == {"interleaved": "regression", "sequential": "inconclusive"}
 
 
 def test_three_rounds_find_a_25_percent_regression() -> None:

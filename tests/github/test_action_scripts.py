@@ -300,12 +300,16 @@ def test_alternating_rounds_measure_the_merge_base_in_the_same_job(tmp_path: Pat
     assert compared.outputs["base"] == repo.merge_base
     comparison = json.loads(Path(compared.outputs["comparison"]).read_text())
     assert len(comparison["base"]["runs"]) == 2 and len(comparison["head"]["runs"]) == 2
-    time = next(r for r in comparison["results"] if r["metric"] == "time")
-    assert time["verdict"] == "regression", time
-    assert time["ratio"] > 5  # the head's own mylib: 30 additions instead of 1
+    # The head's own mylib (30 additions instead of 1): exactly 30 ops a call, and far slower.
+    # (Its time's verdict is not asserted: a 2 µs call timed for 0.05 s on a shared machine is
+    # sometimes too spread to decide, which the comparator then says.)
     ops = next(r for r in comparison["results"] if r["metric"] == "op_count")
     assert (ops["base"]["median"], ops["head"]["median"]) == (1, 30)
-    assert compared.outputs["regressions"] == "2"  # its time and its op count
+    assert ops["verdict"] == "regression"
+    time = next(r for r in comparison["results"] if r["metric"] == "time")
+    assert time["ratio"] > 5
+    flagged = sum(r["verdict"] == "regression" for r in comparison["results"])
+    assert compared.outputs["regressions"] == str(flagged)
 
 
 def test_alternate_without_a_base_measures_the_head_only(tmp_path: Path) -> None:

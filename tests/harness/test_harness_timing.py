@@ -211,7 +211,7 @@ def test_interleaved_sampling_stops_early_only_after_min_slices():
 def test_interleaved_sampling_never_cuts_min_samples_and_reports_failures():
     clock = FakeClock()
     config = SamplingConfig(min_samples=40, max_time=0.2, target=1e-9)
-    # A 5 ms call takes 3 blocks a slice: 10 slices give 30 samples, the other 10 come after.
+    # A 5 ms call gets 4 slices of 9 blocks from its 0.18 s: the last 4 come a block a pass.
     slow, fine = _samplers(clock, [5e-3, 1e-4], (0, 0, 1), config)[0]
     calls = []
     limit = []

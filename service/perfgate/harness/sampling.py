@@ -20,6 +20,8 @@ DEFAULT_TARGET = 0.01
 # it may stop early only after MIN_SLICES of them, so its samples span most of the round.
 SLICES = 10
 MIN_SLICES = 5
+# ... and a slice is never shorter than this many blocks (fewer slices instead).
+MIN_BLOCKS_PER_SLICE = 8
 # A block this many times longer than the minimum means k no longer fits the per-call time.
 _BLOCK_BLOWUP = 50
 
@@ -288,21 +290,30 @@ def sample_interleaved(
 ) -> list[Exception | None]:
     """Take the samplers' blocks in slices, round-robin; returns each one's failure or None.
 
-    Each pass gives every sampler 1/`slices` of its budget (at least one block). A sampler may
+    Each pass gives every sampler 1/`slices` of its budget (fewer, longer slices when that would
+    be under MIN_BLOCKS_PER_SLICE blocks; at least one block). A sampler may
     stop after `min_slices` passes once it has `min_samples` and meets the CI target, so its
     samples span most of the round; `min_samples` are never cut short (a block a pass after
     the last slice). A sampler that raises drops out with its exception.
     """
     failures: list[Exception | None] = [None] * len(samplers)
+    # A slice must hold several blocks: its first one follows other instances (cold caches) and
+    # must stay a minority. A small budget therefore gets fewer, longer slices.
+    own_slices = [
+        max(1, min(slices, int(s.budget / (MIN_BLOCKS_PER_SLICE * s.settled * s.k))))
+        if s.settled > 0
+        else slices
+        for s in samplers
+    ]
     active = list(range(len(samplers)))
     passes = 0
     while active:
         passes += 1
         for index in list(active):
-            sampler = samplers[index]
+            sampler, count = samplers[index], own_slices[index]
             try:
-                if passes <= slices:
-                    sampler.take_slice(sampler.budget / slices)
+                if passes <= count:
+                    sampler.take_slice(sampler.budget / count)
                 else:
                     sampler.take_block()
             except Exception as exc:
@@ -311,8 +322,8 @@ def sample_interleaved(
                 continue
             if sampler.has_min_samples and (
                 sampler.out_of_budget
-                or passes >= slices
-                or (passes >= min_slices and sampler.precise)
+                or passes >= count
+                or (passes >= min(min_slices, count) and sampler.precise)
             ):
                 active.remove(index)
     return failures

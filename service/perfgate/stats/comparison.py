@@ -136,13 +136,14 @@ def _noise_floors(
     adjusted: Mapping[str, float],
     history: noise.History,
     *,
-    interleaved: bool,
+    alternated: bool,
+    priors: noise.Priors,
 ) -> dict[str, NoiseFloor]:
     """One noise floor per benchmark key (its time metric's), from the best evidence at hand.
 
     History beats rounds, rounds beat the spread across benchmarks of this one pair, and that
     beats the prior; a benchmark without its own figure gets the pooled one. Rounds of sides
-    measured one after the other (not `interleaved`) also carry the drift between them.
+    measured one after the other (not `alternated`) also carry the drift between them.
     """
     rounds_b = min((len(base[k].metrics["time"].rounds) for k in keys), default=1)
     rounds_h = min((len(head[k].metrics["time"].rounds) for k in keys), default=1)
@@ -163,22 +164,22 @@ def _noise_floors(
             if found is not None:
                 estimates[key] = found
         pooled = float(np.median([s for s, _ in estimates.values()])) if estimates else 0.0
-        pooled = max(pooled, noise.PRIOR_SIGMA)
+        pooled = max(pooled, priors.rounds)
         for key, (sigma, df) in estimates.items():
             shrunk = noise.shrink(sigma, df, prior=pooled)
-            if not interleaved:
+            if not alternated:
                 shrunk = noise.with_drift(
-                    shrunk, rounds_b=rounds_b, rounds_h=rounds_h, drift=noise.DRIFT_SIGMA
+                    shrunk, rounds_b=rounds_b, rounds_h=rounds_h, drift=priors.drift
                 )
             floors[key] = NoiseFloor(
                 sigma=shrunk,
-                source="rounds" if interleaved else "rounds+drift",
-                df=min(df + noise.PRIOR_DF, noise.ROUNDS_TAIL_DF),
+                source="rounds" if alternated else "rounds+drift",
+                df=min(df + noise.PRIOR_DF, priors.rounds_tail_df),
             )
     else:
         cross = noise.cross_section_sigma(list(adjusted.values()), rounds_b=1, rounds_h=1) or 0.0
-        sigma = max(cross, noise.PRIOR_SIGMA_SINGLE)
-        source = "cross-section" if cross > noise.PRIOR_SIGMA_SINGLE else "prior"
+        sigma = max(cross, priors.single)
+        source = "cross-section" if cross > priors.single else "prior"
         for key in keys:
             floors[key] = NoiseFloor(sigma=sigma, source=source)
 
@@ -271,11 +272,21 @@ def compare_documents(
         k: _median_log(head[k].metrics["time"].rounds) - _median_log(base[k].metrics["time"].rounds)
         for k in timed
     }
-    past = noise.history_noise(history)
+    # Figures measured with the way these runs were sampled (see noise.Priors).
+    priors = noise.priors_for(
+        getattr(d.environment, "sampling", None) for d in (*base_docs, *head_docs)
+    )
+    past = noise.history_noise(history, tail_df=priors.history_tail_df)
     common_log = noise.common_factor(list(raw.values()))
     adjusted = {k: v - common_log for k, v in raw.items()}
     floors = _noise_floors(
-        base, head, timed, adjusted, past, interleaved=sides_alternated(base_docs, head_docs)
+        base,
+        head,
+        timed,
+        adjusted,
+        past,
+        alternated=sides_alternated(base_docs, head_docs),
+        priors=priors,
     )
     common = None
     if len(raw) >= noise.MIN_BENCHMARKS_FOR_COMMON:
@@ -332,9 +343,7 @@ def compare_documents(
                 mirrors.append(len(results))
                 results.append(_plain(header, bm, hm, "inconclusive", ""))
             elif bm.rounds and hm.rounds:
-                floor = floors.get(key) or NoiseFloor(
-                    sigma=noise.PRIOR_SIGMA_SINGLE, source="prior"
-                )
+                floor = floors.get(key) or NoiseFloor(sigma=priors.single, source="prior")
                 estimate = estimate_sampled(
                     bm.rounds,
                     hm.rounds,

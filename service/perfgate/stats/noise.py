@@ -10,26 +10,11 @@ runs, or the spread across benchmarks of one pair of runs.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-# Residual run-to-run spread (log scale, after the common factor) assumed when nothing better is
-# known. One process's median can sit far from another's for reasons its samples cannot show
-# (memory placement, a neighbour on the host, a bimodal code path), so with one round a side and
-# no history the CI is wide and heavy-tailed: a verdict needs a change well beyond that. See
-# docs/comparator.md for the measurements behind these numbers. The spread across the pair's
-# benchmarks (cross-section) raises the single-round figure on a noisy pair. 8% keeps one-round
-# false alarms at 0.3% on 55 jobs recorded with the pinned allocator; 3% (0.8% there) still let
-# the demo flag an unchanged benchmark in 3 of 6 runs, 16% was needed before the pinning.
-#
-# PRIOR_SIGMA is the floor of the pooled per-round spread when rounds are compared. Three rounds
-# a side cannot see a benchmark's process-to-process modes when all of one side's rounds happen
-# to land in the same one (the demo once saw cnn_train_step at -11% with every round agreeing);
-# a benchmark's run-to-run sd over those 55 jobs was 2.5-12%, median 7%, so no fewer than 5%.
-PRIOR_SIGMA = 0.05
-PRIOR_SIGMA_SINGLE = 0.08
 # Degrees of freedom of the Student-t used for run-to-run deviations nobody has measured.
 PRIOR_TAIL_DF = 3.0
 # Spread of a whole run's speed (the common factor) assumed without history.
@@ -42,12 +27,72 @@ MIN_BENCHMARKS_FOR_COMMON = 5
 EXCURSION_LOG = 0.3
 # Run-to-run deviations stay heavy-tailed however long the history: cap the t's df.
 HISTORY_TAIL_DF = 2.0
-ROUNDS_TAIL_DF = 3.0
-# Slow drift of a benchmark's speed between jobs run minutes apart (log scale, per side). Rounds
-# of one side, run back to back, agree with each other more than with the other side's rounds
-# run later, so their spread understates the gap; alternating the sides' rounds cancels it.
-# Calibrated on bench/data/comparator/pinned (see docs/comparator.md).
-DRIFT_SIGMA = 0.03
+
+# Residual run-to-run spread (log scale, after the common factor) assumed when nothing better is
+# known, per way of sampling (the measurements behind each are in docs/comparator.md). One
+# process's median can sit away from another's for reasons its samples cannot show (a neighbour
+# on the host during its window, memory placement, a bimodal code path), so with one round a
+# side and no history the CI is wide and heavy-tailed: a verdict needs a change well beyond
+# that. The spread across the pair's benchmarks (cross-section) raises the single-round figure on
+# a noisy pair.
+
+
+@dataclass(frozen=True)
+class Priors:
+    """What a comparison assumes where it has no better evidence, for one way of sampling."""
+
+    #: Run-to-run spread of one round a side (the floor of the cross-section).
+    single: float
+    #: Floor of the pooled per-round spread when rounds are compared.
+    rounds: float
+    #: Slow drift between the sides' jobs, per side, when their rounds did not alternate: rounds
+    #: of one side run back to back agree with each other more than with the other side's.
+    drift: float
+    #: Degrees of freedom of the Student-t for the rounds' spread (the tails of process noise).
+    rounds_tail_df: float
+    #: The same for the spread of history's medians, however many runs it has.
+    history_tail_df: float
+    #: The environment's `sampling` these figures were measured with.
+    sampling: str
+
+
+# Instances sampled one after another: a burst of load lands on all samples of one instance. On
+# 55 jobs recorded with the pinned allocator (bench/data/comparator/pinned) a benchmark's
+# run-to-run sd was 2.5-12%, median 7%. 8% a round keeps one-round false alarms at 0.3% there (3%
+# still let the demo flag an unchanged benchmark in 3 of 6 runs); three rounds a side cannot see
+# a benchmark's process modes when all of one side's land in the same one (the demo once saw
+# cnn_train_step at -11% with every round agreeing), so no less than 5%; the drift between
+# groups of 3 consecutive jobs needed 3% a side to hold three-round false alarms under 1%.
+SEQUENTIAL = Priors(
+    single=0.08,
+    rounds=0.05,
+    drift=0.03,
+    rounds_tail_df=3.0,
+    history_tail_df=HISTORY_TAIL_DF,
+    sampling="sequential",
+)
+# Samples taken in slices round-robin across instances (the harness's default on CPU): a burst
+# spoils a slice of each, and a benchmark's run-to-run sd after the common factor fell to
+# 0.7-5.4%, median 1.1% (bench/data/comparator/interleaved, 36 jobs; the sweep that chose these
+# figures is in docs/comparator.md).
+INTERLEAVED = Priors(
+    single=0.03,
+    rounds=0.02,
+    drift=0.01,
+    rounds_tail_df=6.0,
+    history_tail_df=4.0,
+    sampling="interleaved",
+)
+
+
+def priors_for(samplings: Iterable[object]) -> Priors:
+    """INTERLEAVED when every run of a comparison was sampled interleaved, else SEQUENTIAL (the
+    cautious figures also cover documents from before the field existed)."""
+    values = list(samplings)
+    if values and all(value == INTERLEAVED.sampling for value in values):
+        return INTERLEAVED
+    return SEQUENTIAL
+
 
 MetricKey = tuple[str, str]
 
@@ -112,8 +157,12 @@ class History:
     common_sigma: float | None
 
 
-def history_noise(runs: Sequence[Mapping[MetricKey, float]]) -> History:
+def history_noise(
+    runs: Sequence[Mapping[MetricKey, float]], *, tail_df: float = HISTORY_TAIL_DF
+) -> History:
     """Per-metric noise floors from the medians of earlier base-branch runs (oldest first).
+
+    `tail_df` caps the Student-t's degrees of freedom (`Priors.history_tail_df`).
 
     Each run's own common factor (its median log deviation across benchmarks) is removed before
     measuring a benchmark's spread, matching how comparisons take drift out.
@@ -146,7 +195,7 @@ def history_noise(runs: Sequence[Mapping[MetricKey, float]]) -> History:
             source="history",
             runs=int(column.size),
             excursion=worst if worst >= EXCURSION_LOG else None,
-            df=min(float(column.size - 1), HISTORY_TAIL_DF),
+            df=min(float(column.size - 1), tail_df),
         )
     factors = per_run[:, 0]
     factors = factors[~np.isnan(factors)]
