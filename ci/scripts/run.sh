@@ -55,6 +55,10 @@ if pg_true "${INPUT_ALTERNATE:-false}"; then
   elif ! base="$(git rev-parse --verify --quiet "$base^{commit}")"; then
     pg_error "base: ${INPUT_BASE:-merge-base} is not a commit in this checkout"
     exit 2
+  elif [ "${benchmarks#/}" = "$benchmarks" ] && ! git cat-file -e "$base:${benchmarks%/}" 2> /dev/null; then
+    # The PR that adds the benchmarks: its base has nothing to measure.
+    pg_warning "alternate: the base ${base:0:12} has no $benchmarks; measuring the head only"
+    base=""
   fi
 fi
 

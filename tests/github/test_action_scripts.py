@@ -312,6 +312,23 @@ def test_alternating_rounds_measure_the_merge_base_in_the_same_job(tmp_path: Pat
     assert compared.outputs["regressions"] == str(flagged)
 
 
+def test_alternate_with_a_base_that_has_no_benchmarks_measures_the_head_only(
+    tmp_path: Path, repo: Repo
+) -> None:
+    job = Actions(tmp_path, event=pr_event(repo), event_name="pull_request")
+    work = clone(repo, tmp_path / "work")
+    ran = job.run(
+        "run.sh",
+        work,
+        INPUT_BENCHMARKS="benchmarks",
+        INPUT_ALTERNATE="true",
+        PERFGATE_BIN="true",  # nothing is measured here: only the decision is under test
+    )
+    assert ran.code == 0, ran.stderr
+    assert f"the base {repo.merge_base[:12]} has no benchmarks" in ran.stdout
+    assert "base-results" not in ran.outputs
+
+
 def test_alternate_without_a_base_measures_the_head_only(tmp_path: Path) -> None:
     job = Actions(tmp_path, event={"before": "0" * 40}, event_name="push")
     ran = job.run(
