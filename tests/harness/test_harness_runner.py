@@ -147,6 +147,10 @@ def test_a_run_produces_a_valid_document_with_all_metrics(tmp_path, interleave):
     assert recorder.events[0] == ("run_started", 7, 1)
     assert ("error", "setup_fails", "ValueError: bad setup", 1) in recorder.events
     assert ("finished", "mm[n=16]", 1) in recorder.events
+    # Progress names the instance being sampled: interleaved, that is after every setup.
+    last_start = max(i for i, e in enumerate(recorder.events) if e[0] == "started")
+    late = {e[1] for e in recorder.events[last_start:] if e[0] == "progress"}
+    assert ("mm[n=16]" in late) == (interleave is None)
 
 
 def test_no_profile_and_filter(tmp_path):

@@ -324,7 +324,24 @@ def measure_interleaved(
             yield instance, outcome
         else:
             started.append(outcome)
-    failures = sample_interleaved([one.sampler for one in started])
+    progress = {
+        index: _Throttled(reporter, one.instance.key, round_index)
+        for index, one in enumerate(started)
+    }
+
+    def report_slice(index: int) -> None:
+        sampler = started[index].sampler
+        ordered = sorted(sampler.samples)
+        progress[index](
+            Progress(
+                samples=len(ordered),
+                median=ordered[len(ordered) // 2],
+                ci_rel=sampler.ci_rel,
+                elapsed=sampler.clock() - sampler.start,
+            )
+        )
+
+    failures = sample_interleaved([one.sampler for one in started], on_slice=report_slice)
     for one, failure in zip(started, failures, strict=True):
         if failure is not None:
             one.drop_setup()

@@ -286,7 +286,11 @@ class Sampler:
 
 
 def sample_interleaved(
-    samplers: Sequence[Sampler], *, slices: int = SLICES, min_slices: int = MIN_SLICES
+    samplers: Sequence[Sampler],
+    *,
+    slices: int = SLICES,
+    min_slices: int = MIN_SLICES,
+    on_slice: Callable[[int], None] | None = None,
 ) -> list[Exception | None]:
     """Take the samplers' blocks in slices, round-robin; returns each one's failure or None.
 
@@ -294,7 +298,8 @@ def sample_interleaved(
     be under MIN_BLOCKS_PER_SLICE blocks; at least one block). A sampler may
     stop after `min_slices` passes once it has `min_samples` and meets the CI target, so its
     samples span most of the round; `min_samples` are never cut short (a block a pass after
-    the last slice). A sampler that raises drops out with its exception.
+    the last slice). A sampler that raises drops out with its exception. `on_slice(index)`
+    follows each slice that completed (for progress).
     """
     failures: list[Exception | None] = [None] * len(samplers)
     # A slice must hold several blocks: its first one follows other instances (cold caches) and
@@ -320,6 +325,8 @@ def sample_interleaved(
                 failures[index] = exc
                 active.remove(index)
                 continue
+            if on_slice is not None:
+                on_slice(index)
             if sampler.has_min_samples and (
                 sampler.out_of_budget
                 or passes >= count

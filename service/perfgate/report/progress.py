@@ -182,7 +182,12 @@ class RichReporter:
 
     def instance_progress(self, progress: InstanceProgress) -> None:
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, status=_escape(_summary(progress)))
+            # Interleaved sampling moves between instances: name the one the figures are for.
+            self._progress.update(
+                self._task,
+                description=_escape(self._label(progress.key, progress.round_index)),
+                status=_escape(_summary(progress)),
+            )
 
     def _finish_one(self, line: str, *, counts: bool = True) -> None:
         if self._progress is None:
