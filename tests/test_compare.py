@@ -276,6 +276,49 @@ def test_rounds_that_cross_sides_are_not_a_verdict() -> None:
     assert crossing_round([np.ones(5)], [np.ones(5) * 3]) is None  # one round a side
 
 
+def test_a_round_just_past_the_midpoint_does_not_cross() -> None:
+    # +10% with one head round at +4.5%: nearer base than its own side, but not twice as near;
+    # ordinary round noise on a real change, which the t-model of the rounds already covers.
+    head = [np.full(5, 1.045), np.full(5, 1.10), np.full(5, 1.10)]
+    assert crossing_round([np.ones(5)] * 3, head) is None
+    head[0] = np.full(5, 1.02)  # two thirds of the way back to base: it sits with base
+    assert crossing_round([np.ones(5)] * 3, head) == "head"
+
+
+def _noisy_rounds(hours: list[int], speeds: list[float]) -> list[Any]:
+    """Rounds whose benchmarks each move ±3% on their own and `speeds` times together."""
+    start = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    keys = [b.key for b in _timed_rounds([0])[0].benchmarks]
+    docs = []
+    for hour, speed in zip(hours, speeds, strict=True):
+        own = np.random.default_rng(1000 + hour).lognormal(0.0, 0.03, len(keys))
+        moved = {key: speed * float(f) for key, f in zip(keys, own, strict=True)}
+        docs.append(
+            parse_document(
+                synthetic_document(
+                    benchmarks=30,
+                    samples=40,
+                    seed=hour,
+                    started_at=start + timedelta(hours=hour),
+                    slowdown=moved,
+                )
+            )
+        )
+    return docs
+
+
+def test_each_rounds_own_speed_is_divided_out_before_the_medians() -> None:
+    base = _noisy_rounds([0, 2, 4], [1.0, 1.0, 1.0])
+    steady = compare_documents(base, _noisy_rounds([1, 3, 5], [1.0, 1.0, 1.0]))
+    # The same head rounds, but the machine ran the second 8% and the third 4% slower: each
+    # benchmark's median of three would now pick a different round by its own noise.
+    shaken = compare_documents(base, _noisy_rounds([1, 3, 5], [1.0, 1.08, 1.04]))
+    ratios = {(r.key, r.metric): r.ratio for r in steady.results if r.metric == "time"}
+    for result in shaken.results:
+        if result.metric == "time":
+            assert result.ratio == pytest.approx(ratios[(result.key, "time")], rel=1e-9)
+
+
 def test_throughput_takes_the_verdict_of_the_time_it_is_derived_from() -> None:
     def with_throughput(seed: int, slowdown: dict[str, float] | None = None) -> Any:
         data = synthetic_document(benchmarks=30, samples=40, seed=seed, slowdown=slowdown)
@@ -394,3 +437,31 @@ def test_environment_change_is_warned() -> None:
     head_data["environment"].update(fingerprint="other", torch="2.14.0")
     comparison = compare_documents([parse_document(base_data)], [parse_document(head_data)])
     assert any("torch: '2.13.0' -> '2.14.0'" in w for w in comparison.warnings)
+
+
+def _spread_in(noise_text: str | None) -> float:
+    assert noise_text is not None and "history of 8 base runs" in noise_text, noise_text
+    return float(noise_text.split("(±")[1].split("%")[0]) / 100
+
+
+def test_rounds_spread_wider_than_history_widen_its_noise_floor() -> None:
+    history = [
+        {
+            (b.key, "time"): float(np.median(b.metrics["time"].samples or [1.0]))
+            for b in run.benchmarks
+        }
+        for run in _timed_rounds(list(range(10, 18)))
+    ]
+    key = _timed_rounds([0])[0].benchmarks[4].key
+
+    def spread(base: list[Any], head: list[Any]) -> float:
+        comparison = compare_documents(base, head, history=history)
+        return _spread_in(
+            next(r for r in comparison.results if r.key == key and r.metric == "time").noise
+        )
+
+    quiet = spread(_timed_rounds([0, 2, 4]), _timed_rounds([1, 3, 5]))
+    # Each benchmark's rounds now move ±3% on their own, which eight quiet runs never showed.
+    noisy = spread(_noisy_rounds([0, 2, 4], [1.0] * 3), _noisy_rounds([1, 3, 5], [1.0] * 3))
+    assert quiet < 0.01
+    assert noisy > 2 * quiet

@@ -16,6 +16,9 @@ from scipy import stats as scipy_stats
 from perfgate.stats.model import SideSummary, Verdict
 
 Z95 = 1.959963984540054
+# A round at least this many times nearer the other side's median than its own sits with the
+# other side (see crossing_round).
+CROSSING_NEARER = 2.0
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,18 @@ class SampledEstimate:
         return (math.exp(self.ci_log[0]), math.exp(self.ci_log[1]))
 
 
+def without_round_factors(
+    rounds: Sequence[np.ndarray], factors: Sequence[float] | None
+) -> list[np.ndarray]:
+    """Each round's samples divided by its own speed factor (log `factors`, one per round).
+
+    None, or factors that do not line up with the rounds, leave the rounds as they are.
+    """
+    if factors is None or len(factors) != len(rounds):
+        return list(rounds)
+    return [r * math.exp(-f) for r, f in zip(rounds, factors, strict=True)]
+
+
 def estimate_sampled(
     base_rounds: Sequence[np.ndarray],
     head_rounds: Sequence[np.ndarray],
@@ -150,6 +165,8 @@ def estimate_sampled(
     common_log: float,
     settings: CompareSettings,
     rng: np.random.Generator,
+    base_factors: Sequence[float] | None = None,
+    head_factors: Sequence[float] | None = None,
 ) -> SampledEstimate:
     """Ratio of medians with a CI that carries both within-run and between-run uncertainty.
 
@@ -158,7 +175,15 @@ def estimate_sampled(
     scale `between_sigma` per round), because the medians of two separate processes differ by
     more than their samples suggest. The common factor (`common_log`, in the time orientation)
     is taken out of both the ratio and the rank test.
+
+    `base_factors` / `head_factors` are each round's own speed factor within its side (log,
+    shared by all benchmarks of that round): the statistics divide them out, as the noise model
+    does, so a round the whole machine slowed does not move one benchmark's median; the
+    summaries show the samples as measured.
     """
+    shown_base, shown_head = base_rounds, head_rounds
+    base_rounds = without_round_factors(base_rounds, base_factors)
+    head_rounds = without_round_factors(head_rounds, head_factors)
     base = np.concatenate(base_rounds)
     head = np.concatenate(head_rounds)
     # In "time-like" orientation a common slowdown multiplies head times by exp(common_log).
@@ -182,8 +207,8 @@ def estimate_sampled(
             noisy = name
             break
     return SampledEstimate(
-        base=summarize_side(base_rounds),
-        head=summarize_side(head_rounds),
+        base=summarize_side(shown_base),
+        head=summarize_side(shown_head),
         log_ratio=point,
         ci_log=(float(ci_low), float(ci_high)),
         p_value=mann_whitney_p(base, head_adjusted),
@@ -196,22 +221,26 @@ def estimate_sampled(
 def crossing_round(
     base_rounds: Sequence[np.ndarray], head_rounds: Sequence[np.ndarray]
 ) -> str | None:
-    """Which side ("base" or "head") has a round nearer the other side's median than its own.
+    """Which side ("base" or "head") has a round that sits with the other side.
 
     A process can land in one of a benchmark's speed modes (softmax here: 0.50 or 0.65 ms); with
     three rounds a side, base may get two slow ones and head none. When a round of one side
     already sits with the other side, the sides' difference is which mode each process drew,
-    not the code, whatever a t-model of the round spread says. None with one round a side.
+    not the code, whatever a t-model of the round spread says. A round "sits with" the other
+    side when it is at least twice as near the other side's median as its own (two thirds of
+    the way across): a round that just passed the midpoint is what ordinary round-to-round
+    noise does to a real change, and the noise model already accounts for it. None with one
+    round a side.
     """
     if len(base_rounds) < 2 or len(head_rounds) < 2:
         return None
     base_log = math.log(max(side_median(base_rounds), 1e-300))
     head_log = math.log(max(side_median(head_rounds), 1e-300))
-    middle = (base_log + head_log) / 2.0
-    for name, rounds, own in (("base", base_rounds, base_log), ("head", head_rounds, head_log)):
+    sides = (("base", base_rounds, base_log, head_log), ("head", head_rounds, head_log, base_log))
+    for name, rounds, own, other in sides:
         for r in rounds:
             value = math.log(max(float(np.median(r)), 1e-300))
-            if (value - middle) * (own - middle) < 0:
+            if abs(value - other) * CROSSING_NEARER < abs(value - own):
                 return name
     return None
 

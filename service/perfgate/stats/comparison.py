@@ -25,6 +25,7 @@ from perfgate.stats.compare import (
     estimate_sampled,
     side_median,
     summarize_side,
+    without_round_factors,
 )
 from perfgate.stats.model import (
     CommonFinding,
@@ -119,13 +120,17 @@ def _round_logs(rounds: Sequence[np.ndarray]) -> list[float]:
 
 
 def _round_factors(side: Mapping[str, _Bench], keys: Sequence[str]) -> list[float] | None:
-    """Each round's own speed factor (shared by its benchmarks), when rounds line up."""
+    """Each round's own speed factor (shared by its benchmarks), when rounds line up.
+
+    A benchmark's rounds are centred on their mean, not their median, so that a round the
+    whole machine ran c times slower gets a factor exactly log(c) apart from the others.
+    """
     per_key = [_round_logs(side[k].metrics["time"].rounds) for k in keys]
     counts = {len(logs) for logs in per_key}
     if len(counts) != 1 or len(keys) < noise.MIN_BENCHMARKS_FOR_COMMON:
         return None
     matrix = np.asarray(per_key)
-    deviations = matrix - np.median(matrix, axis=1, keepdims=True)
+    deviations = matrix - np.mean(matrix, axis=1, keepdims=True)
     return [float(v) for v in np.median(deviations, axis=0)]
 
 
@@ -136,30 +141,29 @@ def _noise_floors(
     adjusted: Mapping[str, float],
     history: noise.History,
     *,
+    factors: tuple[list[float] | None, list[float] | None],
     alternated: bool,
     priors: noise.Priors,
 ) -> dict[str, NoiseFloor]:
     """One noise floor per benchmark key (its time metric's), from the best evidence at hand.
 
-    History beats rounds, rounds beat the spread across benchmarks of this one pair, and that
-    beats the prior; a benchmark without its own figure gets the pooled one. Rounds of sides
-    measured one after the other (not `alternated`) also carry the drift between them.
+    History beats rounds (rounds spread wider than history widen it), rounds beat the spread
+    across benchmarks of this one pair, and that beats the prior; a benchmark without its own
+    figure gets the pooled one. Rounds of sides measured one after the other (not
+    `alternated`) also carry the drift between them.
+    `factors` are each side's round factors (`_round_factors`), divided out of the rounds.
     """
     rounds_b = min((len(base[k].metrics["time"].rounds) for k in keys), default=1)
     rounds_h = min((len(head[k].metrics["time"].rounds) for k in keys), default=1)
     floors: dict[str, NoiseFloor] = {}
+    estimates: dict[str, tuple[float, int]] = {}
 
     if max(rounds_b, rounds_h) >= 2:
-        factors_b = _round_factors(base, keys) or [0.0] * rounds_b
-        factors_h = _round_factors(head, keys) or [0.0] * rounds_h
-        estimates: dict[str, tuple[float, int]] = {}
         for key in keys:
             sides = []
-            for side, factors in ((base, factors_b), (head, factors_h)):
-                logs = _round_logs(side[key].metrics["time"].rounds)
-                if len(logs) == len(factors):
-                    logs = [v - f for v, f in zip(logs, factors, strict=True)]
-                sides.append(logs)
+            for side, side_factors in zip((base, head), factors, strict=True):
+                rounds = side[key].metrics["time"].rounds
+                sides.append(_round_logs(without_round_factors(rounds, side_factors)))
             found = noise.rounds_sigma(sides)
             if found is not None:
                 estimates[key] = found
@@ -185,8 +189,18 @@ def _noise_floors(
 
     for key in keys:
         hist = history.floors.get((key, "time"))
-        if hist is not None:
-            floors[key] = hist
+        if hist is None:
+            continue
+        own = estimates.get(key)
+        if own is not None:
+            # History is this benchmark's prior; the rounds compared now are more evidence on
+            # the same spread. Rounds spread wider than history knows (a process mode history
+            # has not seen) widen the CI; rounds that agree by chance do not narrow it.
+            sigma, df = own
+            prior_df = max(hist.runs - 1, 1)
+            pooled_sigma = math.sqrt((prior_df * hist.sigma**2 + df * sigma**2) / (prior_df + df))
+            hist = replace(hist, sigma=max(hist.sigma, pooled_sigma))
+        floors[key] = hist
     return floors
 
 
@@ -268,10 +282,15 @@ def compare_documents(
         and base[k].metrics["time"].rounds
         and head[k].metrics["time"].rounds
     ]
-    raw = {
-        k: _median_log(head[k].metrics["time"].rounds) - _median_log(base[k].metrics["time"].rounds)
-        for k in timed
-    }
+    # Each round's own speed factor (what the whole machine did during that round) comes out of
+    # the rounds before anything else: the noise model measures the rounds' spread without it,
+    # so the sides' medians must not carry it either.
+    factors = (_round_factors(base, timed), _round_factors(head, timed))
+
+    def steady(side: Mapping[str, _Bench], which: int, key: str) -> list[np.ndarray]:
+        return without_round_factors(side[key].metrics["time"].rounds, factors[which])
+
+    raw = {k: _median_log(steady(head, 1, k)) - _median_log(steady(base, 0, k)) for k in timed}
     # Figures measured with the way these runs were sampled (see noise.Priors).
     priors = noise.priors_for(
         getattr(d.environment, "sampling", None) for d in (*base_docs, *head_docs)
@@ -285,6 +304,7 @@ def compare_documents(
         timed,
         adjusted,
         past,
+        factors=factors,
         alternated=sides_alternated(base_docs, head_docs),
         priors=priors,
     )
@@ -353,6 +373,8 @@ def compare_documents(
                     common_log=common_log,
                     settings=settings,
                     rng=rng,
+                    base_factors=factors[0] if metric == "time" and key in timed_set else None,
+                    head_factors=factors[1] if metric == "time" and key in timed_set else None,
                 )
                 pending.append((len(results), estimate, _threshold(floor, settings), floor))
                 results.append(_plain(header, bm, hm, "inconclusive", ""))

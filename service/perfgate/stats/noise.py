@@ -77,9 +77,9 @@ SEQUENTIAL = Priors(
 # figures is in docs/comparator.md).
 INTERLEAVED = Priors(
     single=0.03,
-    rounds=0.02,
+    rounds=0.015,
     drift=0.01,
-    rounds_tail_df=6.0,
+    rounds_tail_df=8.0,
     history_tail_df=4.0,
     sampling="interleaved",
 )
