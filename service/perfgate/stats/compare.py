@@ -17,7 +17,7 @@ from perfgate.stats.model import SideSummary, Verdict
 
 Z95 = 1.959963984540054
 # A round at least this many times nearer the other side's median than its own sits with the
-# other side (see crossing_round).
+# other side when the sides alternated (see crossing_round); otherwise nearer at all is enough.
 CROSSING_NEARER = 2.0
 
 
@@ -167,6 +167,7 @@ def estimate_sampled(
     rng: np.random.Generator,
     base_factors: Sequence[float] | None = None,
     head_factors: Sequence[float] | None = None,
+    crossing_nearer: float = 1.0,
 ) -> SampledEstimate:
     """Ratio of medians with a CI that carries both within-run and between-run uncertainty.
 
@@ -200,7 +201,7 @@ def estimate_sampled(
     ci_low, ci_high = np.quantile(draws, [0.025, 0.975])
     point = orient(math.log(side_median(head_rounds) * scale / side_median(base_rounds)), direction)
 
-    crossing = crossing_round(base_rounds, [r * scale for r in head_rounds])
+    crossing = crossing_round(base_rounds, [r * scale for r in head_rounds], nearer=crossing_nearer)
     noisy = None
     for name, samples in (("base", base), ("head", head_adjusted)):
         if median_halfwidth(samples) > settings.noisy_halfwidth:
@@ -219,7 +220,7 @@ def estimate_sampled(
 
 
 def crossing_round(
-    base_rounds: Sequence[np.ndarray], head_rounds: Sequence[np.ndarray]
+    base_rounds: Sequence[np.ndarray], head_rounds: Sequence[np.ndarray], *, nearer: float = 1.0
 ) -> str | None:
     """Which side ("base" or "head") has a round that sits with the other side.
 
@@ -227,10 +228,11 @@ def crossing_round(
     three rounds a side, base may get two slow ones and head none. When a round of one side
     already sits with the other side, the sides' difference is which mode each process drew,
     not the code, whatever a t-model of the round spread says. A round "sits with" the other
-    side when it is at least twice as near the other side's median as its own (two thirds of
-    the way across): a round that just passed the midpoint is what ordinary round-to-round
-    noise does to a real change, and the noise model already accounts for it. None with one
-    round a side.
+    side when it is `nearer` times as near the other side's median as its own. Rounds of a side
+    run back to back can share an excursion, and a stray round is the only sign of it, so 1
+    (past the midpoint) is the default; for alternating rounds `CROSSING_NEARER` (two thirds
+    of the way across), since a round just past the midpoint is what ordinary round noise
+    does to a real change. None with one round a side.
     """
     if len(base_rounds) < 2 or len(head_rounds) < 2:
         return None
@@ -240,7 +242,7 @@ def crossing_round(
     for name, rounds, own, other in sides:
         for r in rounds:
             value = math.log(max(float(np.median(r)), 1e-300))
-            if abs(value - other) * CROSSING_NEARER < abs(value - own):
+            if abs(value - other) * nearer < abs(value - own):
                 return name
     return None
 
