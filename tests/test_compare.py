@@ -199,21 +199,22 @@ def test_three_rounds_find_a_25_percent_regression() -> None:
     assert found[0].base is not None and found[0].base.rounds == 3
 
 
-def _timed_rounds(hours: list[int], slowdown: dict[str, float] | None = None) -> list[Any]:
-    """Runs of one commit started at the given hours (seeded by the hour, so all differ)."""
-    start = datetime(2026, 3, 1, tzinfo=timezone.utc)
-    return [
-        parse_document(
-            synthetic_document(
-                benchmarks=30,
-                samples=40,
-                seed=hour,
-                started_at=start + timedelta(hours=hour),
-                slowdown=slowdown,
-            )
+def _round_at(hour: int, slowdown: dict[str, float] | None = None) -> Any:
+    """A run of one commit started at `hour` (seeded by the hour, so all differ)."""
+    return parse_document(
+        synthetic_document(
+            benchmarks=30,
+            samples=40,
+            seed=hour,
+            started_at=datetime(2026, 3, 1, tzinfo=timezone.utc) + timedelta(hours=hour),
+            slowdown=slowdown,
         )
-        for hour in hours
-    ]
+    )
+
+
+def _timed_rounds(hours: list[int], slowdown: dict[str, float] | None = None) -> list[Any]:
+    """Runs of one commit started at the given hours."""
+    return [_round_at(hour, slowdown) for hour in hours]
 
 
 def test_sides_alternated_needs_each_side_before_the_other() -> None:
@@ -290,23 +291,11 @@ def test_an_alternating_round_just_past_the_midpoint_does_not_cross() -> None:
 
 def _noisy_rounds(hours: list[int], speeds: list[float]) -> list[Any]:
     """Rounds whose benchmarks each move ±3% on their own and `speeds` times together."""
-    start = datetime(2026, 3, 1, tzinfo=timezone.utc)
-    keys = [b.key for b in _timed_rounds([0])[0].benchmarks]
+    keys = [b.key for b in _round_at(0).benchmarks]
     docs = []
     for hour, speed in zip(hours, speeds, strict=True):
         own = np.random.default_rng(1000 + hour).lognormal(0.0, 0.03, len(keys))
-        moved = {key: speed * float(f) for key, f in zip(keys, own, strict=True)}
-        docs.append(
-            parse_document(
-                synthetic_document(
-                    benchmarks=30,
-                    samples=40,
-                    seed=hour,
-                    started_at=start + timedelta(hours=hour),
-                    slowdown=moved,
-                )
-            )
-        )
+        docs.append(_round_at(hour, {k: speed * float(f) for k, f in zip(keys, own, strict=True)}))
     return docs
 
 

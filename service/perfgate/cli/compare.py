@@ -105,7 +105,7 @@ def build_comparison(
     from perfgate.store.engine import is_missing_sqlite_file
 
     # A folder is the runs of one commit, like several stored runs of it.
-    files = {ref: Path(ref) for ref in (base, head) if Path(ref).is_file() or Path(ref).is_dir()}
+    files = {ref: Path(ref) for ref in (base, head) if Path(ref).exists()}
     # Two files compare on their own; the store adds history when there is one to read.
     if len(files) == 2 and is_missing_sqlite_file(db_url):
         return comparisons.compare_sides(

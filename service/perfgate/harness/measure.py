@@ -330,16 +330,7 @@ def measure_interleaved(
     }
 
     def report_slice(index: int) -> None:
-        sampler = started[index].sampler
-        ordered = sorted(sampler.samples)
-        progress[index](
-            Progress(
-                samples=len(ordered),
-                median=ordered[len(ordered) // 2],
-                ci_rel=sampler.ci_rel,
-                elapsed=sampler.clock() - sampler.start,
-            )
-        )
+        progress[index](started[index].sampler.progress())
 
     failures = sample_interleaved([one.sampler for one in started], on_slice=report_slice)
     for one, failure in zip(started, failures, strict=True):

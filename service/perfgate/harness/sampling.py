@@ -232,14 +232,16 @@ class Sampler:
             self._last_check = n
             self.ci_rel = relative_ci(self._ordered)
             if on_progress is not None:
-                on_progress(
-                    Progress(
-                        samples=n,
-                        median=self._ordered[n // 2],
-                        ci_rel=self.ci_rel,
-                        elapsed=self.clock() - self.start,
-                    )
-                )
+                on_progress(self.progress())
+
+    def progress(self) -> Progress:
+        """Where this sampler stands (at least one block taken)."""
+        return Progress(
+            samples=len(self._ordered),
+            median=self._ordered[len(self._ordered) // 2],
+            ci_rel=self.ci_rel,
+            elapsed=self.clock() - self.start,
+        )
 
     def take_slice(self, seconds: float) -> None:
         """Blocks for about `seconds` (at least one), within what is left of the budget."""

@@ -292,12 +292,12 @@ def compare_documents(
     # alarms under 1% (docs/comparator.md).
     factors = (_round_factors(base, timed), _round_factors(head, timed))
     alternated = sides_alternated(base_docs, head_docs)
-    steadied = factors if alternated else (None, None)
-
-    def steady(side: Mapping[str, _Bench], which: int, key: str) -> list[np.ndarray]:
-        return without_round_factors(side[key].metrics["time"].rounds, steadied[which])
-
-    raw = {k: _median_log(steady(head, 1, k)) - _median_log(steady(base, 0, k)) for k in timed}
+    base_steady, head_steady = factors if alternated else (None, None)
+    raw = {
+        k: _median_log(without_round_factors(head[k].metrics["time"].rounds, head_steady))
+        - _median_log(without_round_factors(base[k].metrics["time"].rounds, base_steady))
+        for k in timed
+    }
     # Figures measured with the way these runs were sampled (see noise.Priors).
     priors = noise.priors_for(
         getattr(d.environment, "sampling", None) for d in (*base_docs, *head_docs)
@@ -380,8 +380,8 @@ def compare_documents(
                     common_log=common_log,
                     settings=settings,
                     rng=rng,
-                    base_factors=steadied[0] if metric == "time" and key in timed_set else None,
-                    head_factors=steadied[1] if metric == "time" and key in timed_set else None,
+                    base_factors=base_steady if metric == "time" and key in timed_set else None,
+                    head_factors=head_steady if metric == "time" and key in timed_set else None,
                     crossing_nearer=CROSSING_NEARER if alternated else 1.0,
                 )
                 pending.append((len(results), estimate, _threshold(floor, settings), floor))
