@@ -177,13 +177,17 @@ def test_same_commit_runs_are_pooled_as_rounds(db_url: str) -> None:
     assert time["base"]["n"] == 40 and time["base"]["rounds"] == 2
 
 
-def test_history_raises_thresholds(db_url: str) -> None:
+def test_history_of_the_same_runner_is_evidence(db_url: str) -> None:
     with open_store(db_url) as store:
         for seed in range(1, 9):  # eight earlier main runs, then base and head
             store_document(
                 store.sessions,
                 parse_document(synthetic_document(benchmarks=8, samples=20, seed=seed)),
             )
+        for seed in range(30, 36):  # main runs on another runner class: no evidence here
+            other = synthetic_document(benchmarks=8, samples=20, seed=seed)
+            other["environment"]["fingerprint"] = "another-runner"
+            store_document(store.sessions, parse_document(other))
         store_document(
             store.sessions,
             parse_document(synthetic_document(benchmarks=8, samples=20, seed=20, commit="a" * 40)),
@@ -199,9 +203,36 @@ def test_history_raises_thresholds(db_url: str) -> None:
     data = json.loads(
         invoke("compare", "a" * 40, "b" * 40, "--format", "json", "--db", db_url).stdout
     )
-    assert any("noise model: 8 earlier runs of main" in w for w in data["warnings"])
+    assert any("noise model: 8 earlier runs of main on this runner" in w for w in data["warnings"])
     time = next(r for r in data["results"] if r["metric"] == "time")
-    assert time["noise"].startswith("history of 8 base runs")
+    assert "history of 8 runs" in time["noise"]
+
+
+def test_the_runners_calibration_is_evidence(db_url: str) -> None:
+    from perfgate.stats.calibration import calibrate
+    from perfgate.store.calibrations import store_calibration
+
+    rounds = [
+        parse_document(synthetic_document(benchmarks=8, samples=20, seed=s, commit="e" * 40))
+        for s in range(40, 46)
+    ]
+    with open_store(db_url) as store:
+        store_calibration(store.sessions, calibrate(rounds))
+        for seed, commit, branch in ((20, "a", "main"), (21, "b", "feature")):
+            store_document(
+                store.sessions,
+                parse_document(
+                    synthetic_document(
+                        benchmarks=8, samples=20, seed=seed, commit=commit * 40, branch=branch
+                    )
+                ),
+            )
+    data = json.loads(
+        invoke("compare", "a" * 40, "b" * 40, "--format", "json", "--db", db_url).stdout
+    )
+    assert any("calibration of 6 rounds" in w for w in data["warnings"])
+    time = next(r for r in data["results"] if r["metric"] == "time")
+    assert "calibration of 6 rounds" in time["noise"]
 
 
 def test_markdown_matches_golden() -> None:
@@ -267,7 +298,7 @@ def test_folders_are_the_rounds_of_one_commit(tmp_path: Path) -> None:
     time = next(r for r in data["results"] if r["key"] == SLOW_KEY and r["metric"] == "time")
     assert time["base"]["rounds"] == 3 and time["verdict"] == "regression"
     # Rounds that alternated in time carry no drift term (see docs/comparator.md).
-    assert time["noise"].startswith("round-to-round spread") and "drift" not in time["noise"]
+    assert "(rounds)" in time["noise"]
 
 
 def test_a_folder_of_two_commits_is_refused(tmp_path: Path) -> None:

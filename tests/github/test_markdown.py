@@ -146,7 +146,7 @@ def test_quiet_comment() -> None:
     )
     assert rendered.startswith("### ✅ ")
     assert "No benchmark got measurably slower or faster." in rendered
-    assert status_description(quiet) == "17 unchanged, 1 inconclusive"
+    assert status_description(quiet) == "18 unchanged"
     assert check_conclusion(quiet) == "success"
     _golden("comment_no_change.md", rendered)
 

@@ -142,7 +142,10 @@ def build_comparison(
                     f"base {base}",
                 )
         history = comparisons.history_for(store.sessions, base=base_side)
-    return comparisons.compare_sides(base_side, head_side, settings=settings, history=history)
+        calibration = comparisons.calibration_for(store.sessions, base=base_side)
+    return comparisons.compare_sides(
+        base_side, head_side, settings=settings, history=history, calibration=calibration
+    )
 
 
 def emit(comparison: Comparison, *, fmt: str, out: Path | None) -> None:

@@ -140,7 +140,11 @@ def command(
         head = comparisons.Side(documents=documents["demo-pr"])
         history = comparisons.history_for(store.sessions, base=base)
         comparison = comparisons.compare_sides(
-            base, head, settings=CompareSettings(), history=history
+            base,
+            head,
+            settings=CompareSettings(),
+            history=history,
+            calibration=comparisons.calibration_for(store.sessions, base=base),
         )
 
     import json

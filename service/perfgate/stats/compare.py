@@ -15,10 +15,10 @@ from scipy import stats as scipy_stats
 
 from perfgate.stats.model import SideSummary, Verdict
 
-Z95 = 1.959963984540054
-# A round at least this many times nearer the other side's median than its own sits with the
-# other side when the sides alternated (see crossing_round); otherwise nearer at all is enough.
-CROSSING_NEARER = 2.0
+# A change whose point estimate is beyond this many thresholds, with a p below FLAG_P (more
+# likely a change than not), is never shown as green.
+FLAG_TIMES = 3.0
+FLAG_P = 0.2
 
 
 @dataclass(frozen=True)
@@ -27,8 +27,9 @@ class CompareSettings:
     threshold: float = 0.03
     resamples: int = 1000
     seed: int = 0
-    # With history, a benchmark's threshold is at least this many run-to-run spreads.
-    history_k: float = 2.0
+    # With history, a benchmark's threshold is at least this many run-to-run spreads of its
+    # medians (DESIGN's k).
+    history_k: float = 1.0
     # A side whose median is known to no better than ± this (log) cannot support a verdict.
     noisy_halfwidth: float = 0.15
 
@@ -54,6 +55,32 @@ def summarize_side(rounds: Sequence[np.ndarray]) -> SideSummary:
     return SideSummary(
         n=int(pooled.size), median=side_median(rounds), iqr=float(q3 - q1), rounds=len(rounds)
     )
+
+
+# Huber's tuning constant, in units of one round's run-to-run spread: rounds within it of the
+# side's level count fully (the mean of their medians, 95% efficient), a round further off
+# counts as if it sat there, so one disturbed round cannot carry a side.
+HUBER_K = 1.5
+
+
+def side_level(round_logs: np.ndarray, scale: float, *, iterations: int = 20) -> np.ndarray:
+    """A side's level from its rounds' log medians (axis 0): Huber's location with known scale.
+
+    Vectorised over the other axes (bootstrap replicates); one or two rounds give their mean,
+    and a scale of 0 gives the median of the rounds.
+    """
+    logs = np.asarray(round_logs, dtype=np.float64)
+    if logs.shape[0] <= 2:
+        level: np.ndarray = np.mean(logs, axis=0)
+        return level
+    level = np.median(logs, axis=0)
+    if scale <= 0:
+        return level
+    limit = HUBER_K * scale
+    for _ in range(iterations):
+        residuals = np.clip(logs - level, -limit, limit)
+        level = level + np.mean(residuals, axis=0)
+    return level
 
 
 def bootstrap_medians(samples: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
@@ -126,13 +153,13 @@ class SampledEstimate:
 
     base: SideSummary
     head: SideSummary
-    log_ratio: float  # oriented (> 0 worse), relative to the common factor when applied
+    log_ratio: float  # oriented (> 0 worse)
     ci_log: tuple[float, float]
+    #: The significance of the change: the larger of the rank test's p on the samples and the
+    #: noise model's p on the medians (a change must pass both).
     p_value: float
     min_p: float
     noisy_side: str | None  # "base" or "head" when that side cannot support a verdict
-    # A round of one side closer to the other side's median than to its own (rounds only).
-    crossing_round: str | None = None
 
     @property
     def ratio(self) -> float:
@@ -160,50 +187,50 @@ def estimate_sampled(
     head_rounds: Sequence[np.ndarray],
     *,
     direction: str,
-    between_sigma: float,
+    between_var: float,
     between_df: float,
-    common_log: float,
+    round_scale: float,
     settings: CompareSettings,
     rng: np.random.Generator,
     base_factors: Sequence[float] | None = None,
     head_factors: Sequence[float] | None = None,
-    crossing_nearer: float = 1.0,
 ) -> SampledEstimate:
     """Ratio of medians with a CI that carries both within-run and between-run uncertainty.
 
     The bootstrap resamples each side's samples (within-run uncertainty of the medians); each
-    replicate also draws a run-to-run deviation (Student-t with `between_df` degrees of freedom,
-    scale `between_sigma` per round), because the medians of two separate processes differ by
-    more than their samples suggest. The common factor (`common_log`, in the time orientation)
-    is taken out of both the ratio and the rank test.
+    replicate also draws a run-to-run deviation of the sides' difference (Student-t with
+    `between_df` degrees of freedom and variance `between_var`, log scale: the noise model's),
+    because the medians of separate processes differ by more than their samples suggest.
+    Each side's level is `side_level` of its rounds with `round_scale` (one round's run-to-run
+    spread, log).
 
     `base_factors` / `head_factors` are each round's own speed factor within its side (log,
     shared by all benchmarks of that round): the statistics divide them out, as the noise model
-    does, so a round the whole machine slowed does not move one benchmark's median; the
-    summaries show the samples as measured.
+    does; the summaries show the samples as measured.
     """
     shown_base, shown_head = base_rounds, head_rounds
     base_rounds = without_round_factors(base_rounds, base_factors)
     head_rounds = without_round_factors(head_rounds, head_factors)
     base = np.concatenate(base_rounds)
     head = np.concatenate(head_rounds)
-    # In "time-like" orientation a common slowdown multiplies head times by exp(common_log).
-    scale = math.exp(-common_log) if direction == "lower" else math.exp(common_log)
-    head_adjusted = head * scale
-    base_boot = bootstrap_side_medians(base_rounds, rng, settings.resamples)
-    head_boot = bootstrap_side_medians(head_rounds, rng, settings.resamples) * scale
-    raw = np.log(np.maximum(head_boot, 1e-300)) - np.log(np.maximum(base_boot, 1e-300))
+    levels = []
+    for rounds in (base_rounds, head_rounds):
+        per_round = np.stack([bootstrap_medians(r, rng, settings.resamples) for r in rounds])
+        logs = np.log(np.maximum(per_round, 1e-300))
+        point_logs = np.log(np.maximum([float(np.median(r)) for r in rounds], 1e-300))
+        levels.append((side_level(point_logs, round_scale), side_level(logs, round_scale)))
+    (base_point, base_boot), (head_point, head_boot) = levels
+    raw = head_boot - base_boot
     oriented = raw if direction == "lower" else -raw
-    spread = between_sigma * math.sqrt(1.0 / len(base_rounds) + 1.0 / len(head_rounds))
-    # Student-t, not normal: process-to-process deviations have heavy tails (bimodal processes,
-    # a disturbed neighbour), and few rounds pin their spread down only loosely.
-    draws = oriented + spread * rng.standard_t(max(between_df, 1.0), size=oriented.size)
+    df = max(between_df, 1.0)
+    draws = oriented + math.sqrt(max(between_var, 0.0)) * rng.standard_t(df, size=oriented.size)
     ci_low, ci_high = np.quantile(draws, [0.025, 0.975])
-    point = orient(math.log(side_median(head_rounds) * scale / side_median(base_rounds)), direction)
-
-    crossing = crossing_round(base_rounds, [r * scale for r in head_rounds], nearer=crossing_nearer)
+    point = orient(float(head_point - base_point), direction)
+    # The model's test of "no change": the point against the run-to-run and within-run spread.
+    spread = math.sqrt(max(between_var, 0.0) + float(np.var(oriented)))
+    model_p = 1.0 if spread == 0 else float(2.0 * scipy_stats.t.sf(abs(point) / spread, df))
     noisy = None
-    for name, samples in (("base", base), ("head", head_adjusted)):
+    for name, samples in (("base", base), ("head", head)):
         if median_halfwidth(samples) > settings.noisy_halfwidth:
             noisy = name
             break
@@ -212,39 +239,21 @@ def estimate_sampled(
         head=summarize_side(shown_head),
         log_ratio=point,
         ci_log=(float(ci_low), float(ci_high)),
-        p_value=mann_whitney_p(base, head_adjusted),
+        p_value=max(mann_whitney_p(base, head), model_p),
         min_p=min_two_sided_p(base.size, head.size),
         noisy_side=noisy,
-        crossing_round=crossing,
     )
 
 
-def crossing_round(
-    base_rounds: Sequence[np.ndarray], head_rounds: Sequence[np.ndarray], *, nearer: float = 1.0
-) -> str | None:
-    """Which side ("base" or "head") has a round that sits with the other side.
+def possible_regression(estimate: SampledEstimate, *, threshold: float) -> bool:
+    """A change too big to call green that the evidence cannot yet call a regression.
 
-    A process can land in one of a benchmark's speed modes (softmax here: 0.50 or 0.65 ms); with
-    three rounds a side, base may get two slow ones and head none. When a round of one side
-    already sits with the other side, the sides' difference is which mode each process drew,
-    not the code, whatever a t-model of the round spread says. A round "sits with" the other
-    side when it is `nearer` times as near the other side's median as its own. Rounds of a side
-    run back to back can share an excursion, and a stray round is the only sign of it, so 1
-    (past the midpoint) is the default; for alternating rounds `CROSSING_NEARER` (two thirds
-    of the way across), since a round just past the midpoint is what ordinary round noise
-    does to a real change. None with one round a side.
+    The point estimate is beyond `FLAG_TIMES` thresholds and some evidence of a change (p below
+    `FLAG_P`, before the false-discovery correction) is there, yet the verdict is
+    `inconclusive` (the CI reaches below the threshold, the false-discovery correction or a
+    noisy side held it back). Only asked of inconclusive results.
     """
-    if len(base_rounds) < 2 or len(head_rounds) < 2:
-        return None
-    base_log = math.log(max(side_median(base_rounds), 1e-300))
-    head_log = math.log(max(side_median(head_rounds), 1e-300))
-    sides = (("base", base_rounds, base_log, head_log), ("head", head_rounds, head_log, base_log))
-    for name, rounds, own, other in sides:
-        for r in rounds:
-            value = math.log(max(float(np.median(r)), 1e-300))
-            if abs(value - other) * nearer < abs(value - own):
-                return name
-    return None
+    return estimate.ratio - 1 > FLAG_TIMES * threshold and estimate.p_value < FLAG_P
 
 
 def decide_sampled(
@@ -262,12 +271,6 @@ def decide_sampled(
         return "inconclusive", (
             f"noisy: the {estimate.noisy_side} samples are too spread (or bimodal) to pin the "
             f"median down; {change}"
-        )
-    decisive = q_value < alpha and (low > 1 + threshold or high < 1 - threshold)
-    if decisive and estimate.crossing_round is not None:
-        return "inconclusive", (
-            f"noisy: a {estimate.crossing_round} round sits nearer the other side's median than "
-            f"its own, so the rounds do not separate the sides; {change}"
         )
     if q_value < alpha and low > 1 + threshold:
         return "regression", f"{change}, beyond the {threshold:.1%} threshold (q={q_value:.2g})"

@@ -14,30 +14,34 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from perfgate.results import Op, ResultsDocument
-from perfgate.stats import noise
+from perfgate.stats import noise, noise_model
 from perfgate.stats.attribution import attribute
+from perfgate.stats.calibration import Calibration
 from perfgate.stats.compare import (
-    CROSSING_NEARER,
     CompareSettings,
     SampledEstimate,
     decide_exact,
     decide_sampled,
     decide_single_value,
     estimate_sampled,
+    possible_regression,
     side_median,
     summarize_side,
     without_round_factors,
 )
 from perfgate.stats.model import (
+    POSSIBLE_REGRESSION,
     CommonFinding,
     Comparison,
+    Flag,
     MetricResult,
     OpDelta,
     SideInfo,
     SideSummary,
     Verdict,
 )
-from perfgate.stats.noise import MetricKey, NoiseFloor
+from perfgate.stats.noise import MetricKey
+from perfgate.stats.noise_model import NoiseFloor
 
 DETERMINISTIC_METHODS = {"cuda_allocator"}
 # Peak RSS is counted in pages and per-thread batches: below this, a difference is no change.
@@ -120,140 +124,54 @@ def _round_logs(rounds: Sequence[np.ndarray]) -> list[float]:
     return [math.log(max(float(np.median(r)), 1e-300)) for r in rounds]
 
 
-def _round_factors(side: Mapping[str, _Bench], keys: Sequence[str]) -> list[float] | None:
-    """Each round's own speed factor (shared by its benchmarks), when rounds line up.
-
-    A benchmark's rounds are centred on their mean, not their median, so that a round the
-    whole machine ran c times slower gets a factor exactly log(c) apart from the others.
-    """
+def _round_factors(side: Mapping[str, _Bench], keys: Sequence[str]) -> np.ndarray | None:
+    """Each round's own speed factor (shared by its benchmarks), when rounds line up."""
     per_key = [_round_logs(side[k].metrics["time"].rounds) for k in keys]
-    counts = {len(logs) for logs in per_key}
-    if len(counts) != 1 or len(keys) < noise.MIN_BENCHMARKS_FOR_COMMON:
+    if len({len(logs) for logs in per_key}) != 1:
         return None
-    matrix = np.asarray(per_key)
-    deviations = matrix - np.mean(matrix, axis=1, keepdims=True)
-    return [float(v) for v in np.median(deviations, axis=0)]
-
-
-def _noise_floors(
-    base: Mapping[str, _Bench],
-    head: Mapping[str, _Bench],
-    keys: Sequence[str],
-    adjusted: Mapping[str, float],
-    history: noise.History,
-    *,
-    factors: tuple[list[float] | None, list[float] | None],
-    alternated: bool,
-    priors: noise.Priors,
-) -> dict[str, NoiseFloor]:
-    """One noise floor per benchmark key (its time metric's), from the best evidence at hand.
-
-    History beats rounds (rounds spread wider than history widen it), rounds beat the spread
-    across benchmarks of this one pair, and that beats the prior; a benchmark without its own
-    figure gets the pooled one. Rounds of sides measured one after the other (not
-    `alternated`) also carry the drift between them.
-    `factors` are each side's round factors (`_round_factors`), divided out of the rounds.
-    """
-    rounds_b = min((len(base[k].metrics["time"].rounds) for k in keys), default=1)
-    rounds_h = min((len(head[k].metrics["time"].rounds) for k in keys), default=1)
-    floors: dict[str, NoiseFloor] = {}
-    estimates: dict[str, tuple[float, int]] = {}
-
-    if max(rounds_b, rounds_h) >= 2:
-        for key in keys:
-            sides = []
-            for side, side_factors in zip((base, head), factors, strict=True):
-                rounds = side[key].metrics["time"].rounds
-                sides.append(_round_logs(without_round_factors(rounds, side_factors)))
-            found = noise.rounds_sigma(sides)
-            if found is not None:
-                estimates[key] = found
-        pooled = float(np.median([s for s, _ in estimates.values()])) if estimates else 0.0
-        pooled = max(pooled, priors.alternated_rounds if alternated else priors.rounds)
-        tail_df = priors.alternated_tail_df if alternated else priors.rounds_tail_df
-        for key, (sigma, df) in estimates.items():
-            shrunk = noise.shrink(sigma, df, prior=pooled)
-            if not alternated:
-                shrunk = noise.with_drift(
-                    shrunk, rounds_b=rounds_b, rounds_h=rounds_h, drift=priors.drift
-                )
-            floors[key] = NoiseFloor(
-                sigma=shrunk,
-                source="rounds" if alternated else "rounds+drift",
-                df=min(df + noise.PRIOR_DF, tail_df),
-            )
-    else:
-        cross = noise.cross_section_sigma(list(adjusted.values()), rounds_b=1, rounds_h=1) or 0.0
-        sigma = max(cross, priors.single)
-        source = "cross-section" if cross > priors.single else "prior"
-        for key in keys:
-            floors[key] = NoiseFloor(sigma=sigma, source=source)
-
-    for key in keys:
-        hist = history.floors.get((key, "time"))
-        if hist is None:
-            continue
-        own = estimates.get(key)
-        if own is not None:
-            # History is this benchmark's prior; the rounds compared now are more evidence on
-            # the same spread. Rounds spread wider than history knows (a process mode history
-            # has not seen) widen the CI; rounds that agree by chance do not narrow it.
-            sigma, df = own
-            prior_df = max(hist.runs - 1, 1)
-            pooled_sigma = math.sqrt((prior_df * hist.sigma**2 + df * sigma**2) / (prior_df + df))
-            hist = replace(hist, sigma=max(hist.sigma, pooled_sigma))
-        floors[key] = hist
-    return floors
+    return noise.round_factors(np.asarray(per_key))
 
 
 def _common_finding(
-    log_ratio: float,
-    benchmarks: int,
+    differences: Mapping[str, float],
+    floors: Mapping[str, NoiseFloor],
+    machine: noise.Evidence,
     *,
-    rounds_b: int,
-    rounds_h: int,
-    history: noise.History,
     settings: CompareSettings,
-    rng: np.random.Generator,
 ) -> CommonFinding:
-    """The common factor as a finding of its own, judged against how much whole runs move."""
-    if history.common_sigma is not None:
-        sigma, df, source = history.common_sigma, float(history.runs - 1), "history"
-    else:
-        sigma, df, source = noise.PRIOR_COMMON_SIGMA, noise.PRIOR_TAIL_DF, "prior"
-    spread = max(sigma, 1e-4) * math.sqrt(1.0 / rounds_b + 1.0 / rounds_h)
-    draws = log_ratio + spread * rng.standard_t(df, size=settings.resamples)
-    low, high = (math.exp(v) for v in np.quantile(draws, [0.025, 0.975]))
+    """How the suite moved as a whole (the median benchmark's change), judged as a finding.
+
+    Its CI carries the machine's learnt spread and the median's own uncertainty; it is never
+    subtracted from the benchmarks, whose verdicts stand on their own changes.
+    """
+    values = np.asarray(list(differences.values()))
+    log_ratio = float(np.median(values))
+    relative = float(np.median([f.var - f.machine_var for f in floors.values()]))
+    var = machine.var + math.pi / 2 * relative / values.size
+    half = float(scipy_stats.t.ppf(0.975, max(machine.df, 1.0))) * math.sqrt(var)
+    low, high = math.exp(log_ratio - half), math.exp(log_ratio + half)
     ratio = math.exp(log_ratio)
     threshold = settings.threshold
     change = f"{ratio - 1:+.1%} (95% CI {low - 1:+.1%} to {high - 1:+.1%})"
     verdict: Verdict
     if low > 1 + threshold:
-        verdict, reason = "regression", f"all {benchmarks} benchmarks slower together: {change}"
+        verdict, reason = "regression", f"the suite got slower: the median benchmark {change}"
     elif high < 1 - threshold:
-        verdict, reason = "improvement", f"all {benchmarks} benchmarks faster together: {change}"
+        verdict, reason = "improvement", f"the suite got faster: the median benchmark {change}"
     elif low >= 1 - threshold and high <= 1 + threshold:
-        verdict, reason = "unchanged", f"the runs' overall speed agrees: {change}"
+        verdict, reason = "unchanged", f"the suite's overall speed agrees: {change}"
     else:
         verdict, reason = (
             "inconclusive",
-            (
-                f"all {benchmarks} benchmarks moved together by {change}, within what whole runs "
-                "move by on this machine"
-            ),
+            f"the median benchmark moved {change}, within what the machine moves by",
         )
-    described = (
-        f"history of {history.runs} base runs (whole runs move ±{math.expm1(sigma):.1%})"
-        if source == "history"
-        else f"default run-to-run speed noise (±{math.expm1(sigma):.1%})"
-    )
     return CommonFinding(
         ratio=ratio,
         ci=(low, high),
-        benchmarks=benchmarks,
+        benchmarks=int(values.size),
         verdict=verdict,
         reason=reason,
-        noise=described,
+        noise=f"the machine's speed (±{math.expm1(math.sqrt(machine.var)):.1%} between the sides)",
     )
 
 
@@ -263,11 +181,16 @@ def compare_documents(
     *,
     settings: CompareSettings | None = None,
     history: Sequence[Mapping[MetricKey, float]] = (),
+    calibration: Calibration | None = None,
     base_label: str | None = None,
     head_label: str | None = None,
     warnings: Sequence[str] = (),
 ) -> Comparison:
-    """Every (key, metric) present on either side, with its verdict (DESIGN §5)."""
+    """Every (key, metric) present on either side, with its verdict (docs/comparator.md).
+
+    `history` holds the medians of earlier base-branch runs on the same runner (oldest first);
+    `calibration` the runner's calibration record. Both are evidence for the noise model.
+    """
     settings = settings or CompareSettings()
     rng = np.random.default_rng(settings.seed)
     base, head = _collect(base_docs), _collect(head_docs)
@@ -284,53 +207,35 @@ def compare_documents(
         and base[k].metrics["time"].rounds
         and head[k].metrics["time"].rounds
     ]
-    # Each round's own speed factor (what the whole machine did during that round): the noise
-    # model measures the rounds' spread without it. When the sides alternated, the sides'
-    # medians are taken without it too. Rounds run one side after the other keep it: there a
-    # side's rounds can share an excursion (cnn_train_step +20% for a whole `--rounds 3` job),
-    # and the medians as measured, with the strict crossing rule, are what hold their false
-    # alarms under 1% (docs/comparator.md).
+    # Each round's own speed factor (what the whole machine did during that round), centred
+    # within its side so that dividing it out moves neither side as a whole.
     factors = (_round_factors(base, timed), _round_factors(head, timed))
-    alternated = sides_alternated(base_docs, head_docs)
-    base_steady, head_steady = factors if alternated else (None, None)
-    raw = {
-        k: _median_log(without_round_factors(head[k].metrics["time"].rounds, head_steady))
-        - _median_log(without_round_factors(base[k].metrics["time"].rounds, base_steady))
+    steady = {
+        k: tuple(
+            without_round_factors(side[k].metrics["time"].rounds, _listed(f))
+            for side, f in zip((base, head), factors, strict=True)
+        )
         for k in timed
     }
-    # Figures measured with the way these runs were sampled (see noise.Priors).
-    priors = noise.priors_for(
-        getattr(d.environment, "sampling", None) for d in (*base_docs, *head_docs)
+    differences = {k: _median_log(steady[k][1]) - _median_log(steady[k][0]) for k in timed}
+    shape = noise_model.SideShape(
+        rounds_base=min((len(base[k].metrics["time"].rounds) for k in timed), default=1),
+        rounds_head=min((len(head[k].metrics["time"].rounds) for k in timed), default=1),
+        jobs_base=max(len(base_docs), 1),
+        jobs_head=max(len(head_docs), 1),
+        alternated=sides_alternated(base_docs, head_docs),
     )
-    past = noise.history_noise(history, tail_df=priors.history_tail_df)
-    common_log = noise.common_factor(list(raw.values()))
-    adjusted = {k: v - common_log for k, v in raw.items()}
-    floors = _noise_floors(
-        base,
-        head,
-        timed,
-        adjusted,
-        past,
+    past = noise.history_noise(history)
+    floors, machine = noise_model.build(
+        keys=timed,
+        round_logs={k: (_round_logs(steady[k][0]), _round_logs(steady[k][1])) for k in timed},
+        differences=differences,
         factors=factors,
-        alternated=alternated,
-        priors=priors,
+        shape=shape,
+        history=past,
+        calibration=calibration,
     )
-    common = None
-    if len(raw) >= noise.MIN_BENCHMARKS_FOR_COMMON:
-        common = _common_finding(
-            common_log,
-            len(raw),
-            rounds_b=min(len(base[k].metrics["time"].rounds) for k in timed),
-            rounds_h=min(len(head[k].metrics["time"].rounds) for k in timed),
-            history=past,
-            settings=settings,
-            rng=rng,
-        )
-        if common.verdict != "unchanged" and abs(common_log) >= 0.01:
-            notes.append(
-                f"{common.verdict} across the suite: {common.reason}; each benchmark is judged "
-                "relative to that shared movement"
-            )
+    default_floor = _default_floor(floors, machine)
 
     results: list[MetricResult] = []
     pending: list[tuple[int, SampledEstimate, float, NoiseFloor]] = []
@@ -370,19 +275,19 @@ def compare_documents(
                 mirrors.append(len(results))
                 results.append(_plain(header, bm, hm, "inconclusive", ""))
             elif bm.rounds and hm.rounds:
-                floor = floors.get(key) or NoiseFloor(sigma=priors.single, source="prior")
+                floor = floors.get(key, default_floor) if metric == "time" else default_floor
+                own_factors = metric == "time" and key in timed_set
                 estimate = estimate_sampled(
                     bm.rounds,
                     hm.rounds,
                     direction=bm.direction,
-                    between_sigma=floor.sigma,
+                    between_var=floor.var,
                     between_df=floor.df,
-                    common_log=common_log,
+                    round_scale=floor.pooled_sigma,
                     settings=settings,
                     rng=rng,
-                    base_factors=base_steady if metric == "time" and key in timed_set else None,
-                    head_factors=head_steady if metric == "time" and key in timed_set else None,
-                    crossing_nearer=CROSSING_NEARER if alternated else 1.0,
+                    base_factors=_listed(factors[0]) if own_factors else None,
+                    head_factors=_listed(factors[1]) if own_factors else None,
                 )
                 pending.append((len(results), estimate, _threshold(floor, settings), floor))
                 results.append(_plain(header, bm, hm, "inconclusive", ""))
@@ -398,9 +303,21 @@ def compare_documents(
             verdict, reason = decide_sampled(
                 estimate, q_value=float(q), threshold=threshold, alpha=settings.alpha
             )
+            flag: Flag | None = None
+            gap = noise_model.explained_by_levels(estimate.log_ratio, floor)
+            if verdict in ("regression", "improvement") and gap is not None:
+                verdict, reason = (
+                    "inconclusive",
+                    (
+                        f"{estimate.ratio - 1:+.1%}: a side landed in another of this benchmark's "
+                        f"known speed levels ({_levels_text(floor)}), not a new one"
+                    ),
+                )
+            elif verdict == "inconclusive" and possible_regression(estimate, threshold=threshold):
+                flag = POSSIBLE_REGRESSION
+                reason = f"possible regression: {reason}"
             prior = results[index]
             b, h = base.get(prior.key), head.get(prior.key)
-            attribution = _attribution(b, h) if verdict == "regression" else []
             results[index] = replace(
                 prior,
                 ratio=estimate.ratio,
@@ -411,12 +328,10 @@ def compare_documents(
                 verdict=verdict,
                 reason=reason,
                 noise=floor.describe(),
-                attribution=attribution,
-                history=[
-                    run[(prior.key, prior.metric)]
-                    for run in history
-                    if (prior.key, prior.metric) in run
-                ],
+                attribution=_attribution(b, h) if verdict == "regression" or flag else [],
+                history=_history_of(history, prior.key, prior.metric),
+                flag=flag,
+                levels=tuple(math.exp(v) for v in floor.levels),
             )
 
     by_time = {r.key: r for r in results if r.metric == "time"}
@@ -433,12 +348,21 @@ def compare_documents(
             verdict=time.verdict,
             reason=f"as time (the same blocks): {time.reason}",
             noise=time.noise,
-            history=[
-                run[(prior.key, prior.metric)]
-                for run in history
-                if (prior.key, prior.metric) in run
-            ],
+            history=_history_of(history, prior.key, prior.metric),
+            flag=time.flag,
+            levels=time.levels,
         )
+
+    common = None
+    if len(timed) >= noise.MIN_BENCHMARKS_FOR_COMMON:
+        common = _common_finding(differences, floors, machine, settings=settings)
+        if common.verdict in ("regression", "improvement"):
+            moved = [r.key for r in results if r.metric == "time" and r.verdict == common.verdict]
+            common = replace(common, affected=tuple(moved))
+            notes.append(
+                f"{common.verdict} across the suite: {common.reason}; {len(moved)} of "
+                f"{common.benchmarks} benchmarks are a {common.verdict} on their own"
+            )
 
     return Comparison(
         base=_side_info(base_docs, base_label),
@@ -451,6 +375,32 @@ def compare_documents(
     )
 
 
+def _listed(factors: np.ndarray | None) -> list[float] | None:
+    return None if factors is None else [float(v) for v in factors]
+
+
+def _default_floor(floors: Mapping[str, NoiseFloor], machine: noise.Evidence) -> NoiseFloor:
+    """The floor of a sampled metric with no timed benchmark behind it: the suite's typical one."""
+    if floors:
+        return sorted(floors.values(), key=lambda f: f.var)[len(floors) // 2]
+    process = noise.DEFAULT_PROCESS
+    return NoiseFloor(
+        var=2 * process.var + machine.var,
+        df=process.df,
+        process_sigma=process.sigma,
+        machine_var=machine.var,
+        sources=("default",),
+    )
+
+
+def _levels_text(floor: NoiseFloor) -> str:
+    return " / ".join(f"{math.exp(v):.2f}x" for v in floor.levels)
+
+
+def _history_of(history: Sequence[Mapping[MetricKey, float]], key: str, metric: str) -> list[float]:
+    return [run[(key, metric)] for run in history if (key, metric) in run]
+
+
 def _attribution(base: _Bench | None, head: _Bench | None) -> list[OpDelta]:
     if base is None or head is None or base.ops is None or head.ops is None:
         return []
@@ -458,13 +408,10 @@ def _attribution(base: _Bench | None, head: _Bench | None) -> list[OpDelta]:
 
 
 def _threshold(floor: NoiseFloor, settings: CompareSettings) -> float:
-    threshold = settings.threshold
-    if floor.source == "history":
-        threshold = max(threshold, math.expm1(settings.history_k * floor.sigma))
-        if floor.excursion is not None:
-            # This benchmark has landed this far off before with unchanged code.
-            threshold = max(threshold, math.expm1(floor.excursion * 1.1))
-    return threshold
+    """The threshold, raised with history to `history_k` run-to-run spreads of the medians."""
+    if floor.history_sigma is None:
+        return settings.threshold
+    return max(settings.threshold, math.expm1(settings.history_k * floor.history_sigma))
 
 
 def _summary(metric: _Metric | None) -> SideSummary | None:

@@ -20,6 +20,12 @@ VERDICTS: tuple[Verdict, ...] = (
 )
 COMPARISON_SCHEMA = "perfgate/comparison@1"
 
+Flag = Literal["possible_regression"]
+#: A change whose point estimate is far beyond the threshold while its CI still reaches below it
+#: (docs/comparator.md, "A big change is never green"): the verdict stays `inconclusive`, and the
+#: headline, status and check run treat it as needing a look, never as a pass.
+POSSIBLE_REGRESSION: Flag = "possible_regression"
+
 
 @dataclass(frozen=True)
 class SideSummary:
@@ -63,6 +69,10 @@ class MetricResult:
     attribution: list[OpDelta] = field(default_factory=list)
     # Medians of earlier base-branch runs, oldest first (the comment's trend sparkline).
     history: list[float] = field(default_factory=list)
+    flag: Flag | None = None
+    # Known speed levels of a benchmark whose processes land in one of several (process modes),
+    # as ratios to its fastest level, e.g. (1.0, 1.31); empty when it has one level.
+    levels: tuple[float, ...] = ()
 
     @property
     def delta(self) -> float | None:
@@ -82,7 +92,11 @@ class SideInfo:
 
 @dataclass(frozen=True)
 class CommonFinding:
-    """What every benchmark shared: the head side's speed relative to the base side's."""
+    """What the suite shared: the head side's typical speed relative to the base side's.
+
+    Never subtracted from the benchmarks: it is a finding of the comparison, whose `affected`
+    benchmarks (the keys that moved with it) are listed when it is a regression or improvement.
+    """
 
     ratio: float
     ci: tuple[float, float]
@@ -90,6 +104,7 @@ class CommonFinding:
     verdict: Verdict
     reason: str
     noise: str
+    affected: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,6 +123,10 @@ class Comparison:
 
     def regressions(self) -> list[MetricResult]:
         return [r for r in self.results if r.verdict == "regression"]
+
+    def possible_regressions(self) -> list[MetricResult]:
+        """Inconclusive results flagged as possible regressions (never reported as a pass)."""
+        return [r for r in self.results if r.flag == POSSIBLE_REGRESSION]
 
     def has_regression(self) -> bool:
         """A benchmark regressed, or everything got slower together."""

@@ -1,10 +1,18 @@
-"""Between-run noise: the common speed factor of a run, and each benchmark's run-to-run spread.
+"""Run-to-run noise: how far a benchmark's median moves between processes, learnt from evidence.
 
-Samples of one process are not independent of that process: the same code measured in two
-processes moves by more than within-run spread suggests, and part of that movement is shared by
-every benchmark of the run. This module estimates both parts, on a log scale, from whichever
-evidence a comparison has: earlier runs of the base branch (history), rounds inside the compared
-runs, or the spread across benchmarks of one pair of runs.
+Samples of one process do not predict another process: the same code measured in two processes
+moves by more than within-run spread suggests. A comparison's difference of two sides' medians
+(log scale) carries two kinds of run-to-run noise:
+
+- each benchmark's own process noise (a variance per benchmark metric), and
+- the machine's speed, shared by every benchmark of a process or a job (one variance a runner).
+
+Each is a variance with degrees of freedom (`Evidence`), pooled from whatever evidence there is:
+the rounds inside the comparison, the store's earlier base-branch runs, a calibration record of
+the runner, the spread across the comparison's benchmarks. A benchmark's own estimate is shrunk
+towards the runner's pooled one by the weight its data earns (empirical Bayes, as limma's
+moderated t). The documented default (`DEFAULT_PROCESS`, `DEFAULT_MACHINE`) is only the fallback
+for a comparison with (almost) no evidence of its own: it is never a floor.
 """
 
 from __future__ import annotations
@@ -14,172 +22,203 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-# Degrees of freedom of the Student-t used for run-to-run deviations nobody has measured.
-PRIOR_TAIL_DF = 3.0
-# Spread of a whole run's speed (the common factor) assumed without history.
-PRIOR_COMMON_SIGMA = 0.05
-# How many pseudo-observations the pooled estimate is worth when shrinking a per-benchmark one.
-PRIOR_DF = 4.0
-MIN_HISTORY_RUNS = 5
-MIN_BENCHMARKS_FOR_COMMON = 5
-# A residual beyond this (about +35%) in history marks a benchmark that sometimes lands far off.
-EXCURSION_LOG = 0.3
-# Run-to-run deviations stay heavy-tailed however long the history: cap the t's df.
-HISTORY_TAIL_DF = 2.0
-
-# Residual run-to-run spread (log scale, after the common factor) assumed when nothing better is
-# known, per way of sampling (the measurements behind each are in docs/comparator.md). One
-# process's median can sit away from another's for reasons its samples cannot show (a neighbour
-# on the host during its window, memory placement, a bimodal code path), so with one round a
-# side and no history the CI is wide and heavy-tailed: a verdict needs a change well beyond
-# that. The spread across the pair's benchmarks (cross-section) raises the single-round figure on
-# a noisy pair.
-
-
-@dataclass(frozen=True)
-class Priors:
-    """What a comparison assumes where it has no better evidence, for one way of sampling."""
-
-    #: Run-to-run spread of one round a side (the floor of the cross-section).
-    single: float
-    #: Floor of the pooled per-round spread when rounds are compared.
-    rounds: float
-    #: Slow drift between the sides' jobs, per side, when their rounds did not alternate: rounds
-    #: of one side run back to back agree with each other more than with the other side's.
-    drift: float
-    #: Degrees of freedom of the Student-t for the rounds' spread (the tails of process noise).
-    rounds_tail_df: float
-    #: The rounds floor and t df when the sides' rounds alternated in time: no drift between
-    #: the sides, and no excursion one side's back-to-back rounds share (see comparison.py).
-    alternated_rounds: float
-    alternated_tail_df: float
-    #: The same for the spread of history's medians, however many runs it has.
-    history_tail_df: float
-    #: The environment's `sampling` these figures were measured with.
-    sampling: str
-
-
-# Instances sampled one after another: a burst of load lands on all samples of one instance. On
-# 55 jobs recorded with the pinned allocator (bench/data/comparator/pinned) a benchmark's
-# run-to-run sd was 2.5-12%, median 7%. 8% a round keeps one-round false alarms at 0.3% there (3%
-# still let the demo flag an unchanged benchmark in 3 of 6 runs); three rounds a side cannot see
-# a benchmark's process modes when all of one side's land in the same one (the demo once saw
-# cnn_train_step at -11% with every round agreeing), so no less than 5%; the drift between
-# groups of 3 consecutive jobs needed 3% a side to hold three-round false alarms under 1%.
-SEQUENTIAL = Priors(
-    single=0.08,
-    rounds=0.05,
-    drift=0.03,
-    rounds_tail_df=3.0,
-    alternated_rounds=0.05,
-    alternated_tail_df=3.0,
-    history_tail_df=HISTORY_TAIL_DF,
-    sampling="sequential",
-)
-# Samples taken in slices round-robin across instances (the harness's default on CPU): a burst
-# spoils a slice of each, and a benchmark's run-to-run sd after the common factor fell to
-# 0.7-5.4%, median 1.1% (bench/data/comparator/interleaved, 36 jobs; the sweeps that chose these
-# figures are in docs/comparator.md). For alternating rounds the floor bounds the median
-# benchmark's spread, a little above the 1.1% measured, and the t takes the df of the shrunk
-# estimate (4 + 4); rounds run one side after the other keep 2% and df 6, which hold the false
-# alarms of `--rounds 3` jobs (one job's rounds can share an excursion) under 1%.
-INTERLEAVED = Priors(
-    single=0.03,
-    rounds=0.02,
-    drift=0.01,
-    rounds_tail_df=6.0,
-    alternated_rounds=0.015,
-    alternated_tail_df=8.0,
-    history_tail_df=4.0,
-    sampling="interleaved",
-)
-
-
-def priors_for(samplings: Iterable[object]) -> Priors:
-    """INTERLEAVED when every run of a comparison was sampled interleaved, else SEQUENTIAL (the
-    cautious figures also cover documents from before the field existed)."""
-    values = list(samplings)
-    if values and all(value == INTERLEAVED.sampling for value in values):
-        return INTERLEAVED
-    return SEQUENTIAL
-
+from scipy import special
 
 MetricKey = tuple[str, str]
 
+MIN_HISTORY_RUNS = 5
+# Round factors and the cross-section need this many benchmarks to be told from one benchmark.
+MIN_BENCHMARKS_FOR_COMMON = 5
+MIN_BENCHMARKS_FOR_CROSS_SECTION = 3
+# Qn's asymptotic efficiency at the normal: a Qn scale of n values is worth about this share of
+# the n - 1 degrees of freedom a sample variance would have.
+QN_EFFICIENCY = 0.82
+
 
 @dataclass(frozen=True)
-class NoiseFloor:
-    """Run-to-run spread of one benchmark metric's median, on a log scale."""
+class Evidence:
+    """A variance estimate (log scale) with its degrees of freedom."""
 
-    sigma: float
-    source: str  # "history", "rounds", "rounds+drift", "cross-section" or "prior"
-    runs: int = 0
-    # The largest residual seen in history when it is an excursion (None otherwise).
-    excursion: float | None = None
-    # Degrees of freedom behind `sigma`: run-to-run deviations are drawn from a Student-t.
-    df: float = PRIOR_TAIL_DF
+    var: float
+    df: float
 
-    def describe(self) -> str:
-        if self.source == "history":
-            text = f"history of {self.runs} base runs (±{math.expm1(self.sigma):.1%} run to run)"
-            if self.excursion is not None:
-                text += f", with an excursion of {math.expm1(self.excursion):+.0%}"
-            return text
-        if self.source == "rounds":
-            return f"round-to-round spread (±{math.expm1(self.sigma):.1%})"
-        if self.source == "rounds+drift":
-            return (
-                f"round-to-round spread with drift between the sides' jobs "
-                f"(±{math.expm1(self.sigma):.1%})"
-            )
-        if self.source == "cross-section":
-            return f"spread across benchmarks of this pair (±{math.expm1(self.sigma):.1%})"
-        return f"default run-to-run noise (±{math.expm1(self.sigma):.1%})"
+    @property
+    def sigma(self) -> float:
+        return math.sqrt(max(self.var, 0.0))
+
+    @classmethod
+    def of(cls, values: Sequence[float] | np.ndarray) -> Evidence | None:
+        """The sample variance of `values` around their mean (None below two values)."""
+        array = np.asarray(values, dtype=np.float64)
+        if array.size < 2:
+            return None
+        return cls(var=float(np.var(array, ddof=1)), df=float(array.size - 1))
 
 
-def mad_sigma(values: Sequence[float] | np.ndarray) -> float:
-    """Robust standard deviation (MAD × 1.4826); 0 for fewer than two values."""
-    array = np.asarray(values, dtype=np.float64)
-    if array.size < 2:
-        return 0.0
-    return float(1.4826 * np.median(np.abs(array - np.median(array))))
+def pool(items: Iterable[Evidence | None]) -> Evidence | None:
+    """Several estimates of one variance combined by their degrees of freedom."""
+    found = [e for e in items if e is not None and e.df > 0]
+    if not found:
+        return None
+    df = sum(e.df for e in found)
+    return Evidence(var=sum(e.df * e.var for e in found) / df, df=df)
 
 
-def common_factor(log_ratios: Sequence[float]) -> float:
-    """The median per-benchmark log ratio: what the whole run shared (0 for too few benchmarks).
+# Fallbacks for a comparison with no evidence of its own (two benchmarks, one round a side, no
+# history, no calibration). Weakly informative on purpose: a process-to-process sd of 4% and a
+# job-to-job machine sd of 2%, each worth `DEFAULT_DF` degrees of freedom, typical of shared CPU
+# runners (docs/comparator.md); any evidence of the comparison's own outweighs them as it grows,
+# and from `DEFAULT_DF` degrees of freedom on they no longer count at all.
+DEFAULT_DF = 3.0
+DEFAULT_PROCESS = Evidence(var=0.04**2, df=DEFAULT_DF)
+DEFAULT_MACHINE = Evidence(var=0.02**2, df=DEFAULT_DF)
 
-    Per-benchmark verdicts are taken relative to it, since most of a run's shared movement is
-    the machine; the comparison reports it as a finding of its own, with its own verdict, so a
-    change that slows everything is never hidden.
+
+def with_fallback(found: Evidence | None, default: Evidence) -> Evidence:
+    """`found`, topped up by the default's degrees of freedom it lacks (none from DEFAULT_DF on)."""
+    if found is None:
+        return default
+    missing = max(default.df - found.df, 0.0)
+    if missing == 0.0:
+        return found
+    pooled = pool([found, Evidence(var=default.var, df=missing)])
+    assert pooled is not None
+    return pooled
+
+
+def qn_scale(values: Sequence[float] | np.ndarray) -> float:
+    """Rousseeuw and Croux's Qn: a robust standard deviation that also survives two clusters.
+
+    The k-th smallest pairwise distance with k = C(h, 2), h = n // 2 + 1: unlike the MAD it
+    stays near the spread inside a group when up to half the values moved together (a change
+    that slowed most of a suite), and it is 82% efficient at the normal.
     """
-    if len(log_ratios) < MIN_BENCHMARKS_FOR_COMMON:
+    array = np.asarray(values, dtype=np.float64)
+    n = array.size
+    if n < 2:
         return 0.0
-    return float(np.median(np.asarray(log_ratios, dtype=np.float64)))
+    distances = np.abs(array[:, None] - array[None, :])[np.triu_indices(n, k=1)]
+    h = n // 2 + 1
+    k = h * (h - 1) // 2
+    kth = float(np.partition(distances, k - 1)[k - 1])
+    # Consistency at the normal with Croux and Rousseeuw's small-sample factors.
+    small = {2: 0.399, 3: 0.994, 4: 0.512, 5: 0.844, 6: 0.611, 7: 0.857, 8: 0.669, 9: 0.872}
+    if n in small:
+        factor = small[n]
+    elif n % 2:
+        factor = n / (n + 1.4)
+    else:
+        factor = n / (n + 3.8)
+    return 2.2219 * kth * factor
+
+
+def cross_section(values: Sequence[float] | np.ndarray) -> Evidence | None:
+    """The typical benchmark's variance from how far this comparison's benchmarks disagree.
+
+    Robust (Qn) so that a few changed benchmarks, or most of them moving together, do not
+    inflate it; worth `QN_EFFICIENCY` of a sample variance's degrees of freedom.
+    """
+    array = np.asarray(values, dtype=np.float64)
+    if array.size < MIN_BENCHMARKS_FOR_CROSS_SECTION:
+        return None
+    scale = qn_scale(array)
+    return Evidence(var=scale**2, df=QN_EFFICIENCY * (array.size - 1))
+
+
+def round_factors(matrix: np.ndarray) -> np.ndarray | None:
+    """Each round's machine speed factor from a (benchmarks x rounds) matrix of log medians.
+
+    A benchmark's rounds are centred on their mean, not their median, so that a round the whole
+    machine ran c times slower gets a factor exactly log(c) apart from the others; the factor is
+    the median over benchmarks. The factors sum to about zero: dividing them out moves no side.
+    """
+    if matrix.ndim != 2 or matrix.shape[0] < MIN_BENCHMARKS_FOR_COMMON or matrix.shape[1] < 2:
+        return None
+    deviations = matrix - matrix.mean(axis=1, keepdims=True)
+    factors: np.ndarray = np.median(deviations, axis=0)
+    return factors
+
+
+def moderated(
+    own: Mapping[MetricKey, Evidence], pooled_default: Evidence
+) -> tuple[dict[MetricKey, Evidence], Evidence]:
+    """Each metric's variance shrunk towards the pooled one by the weight its data earns.
+
+    The prior (scale s0², worth d0 degrees of freedom) is estimated from how much the metrics'
+    own estimates disagree beyond what their degrees of freedom explain (Smyth's moment method
+    on log variances, as limma does): metrics that all share one scale pool fully, metrics with
+    truly different scales keep most of their own. Returns the moderated estimates (each with
+    df = own df + d0) and the prior.
+    """
+    usable = [e for e in own.values() if e.df > 0 and e.var > 0]
+    if len(usable) < 3:
+        prior = pool(usable) or pooled_default
+        prior = Evidence(var=prior.var, df=min(prior.df, pooled_default.df))
+    else:
+        prior = _smyth_prior(usable)
+    out = {}
+    for key, estimate in own.items():
+        df = estimate.df + prior.df
+        out[key] = Evidence(var=(estimate.df * estimate.var + prior.df * prior.var) / df, df=df)
+    return out, prior
+
+
+MAX_PRIOR_DF = 100.0
+
+
+def _smyth_prior(estimates: Sequence[Evidence]) -> Evidence:
+    """The scaled inverse-chi² prior (s0², d0) that explains a set of variance estimates."""
+    dfs = np.asarray([e.df for e in estimates])
+    logs = np.log([e.var for e in estimates])
+    # log s² = log σ² + (digamma(d/2) - log(d/2)) + noise with variance trigamma(d/2).
+    centred = logs - special.digamma(dfs / 2) + np.log(dfs / 2)
+    excess = float(np.var(centred, ddof=1) - np.mean(special.polygamma(1, dfs / 2)))
+    # No more weight than the estimates behind the prior hold between them.
+    cap = min(MAX_PRIOR_DF, float(np.sum(dfs)))
+    d0 = cap if excess <= 0 else min(2.0 * _trigamma_inverse(excess), cap)
+    mean = float(np.mean(centred))
+    s0_log = mean + special.digamma(d0 / 2) - math.log(d0 / 2)
+    return Evidence(var=math.exp(s0_log), df=d0)
+
+
+def _trigamma_inverse(y: float) -> float:
+    """x with trigamma(x) = y (Newton's method on 1/trigamma, as limma's trigammaInverse)."""
+    if y > 1e7:
+        return 1.0 / math.sqrt(y)
+    if y < 1e-6:
+        return 1.0 / y
+    x = 0.5 + 1.0 / y
+    for _ in range(50):
+        tri = float(special.polygamma(1, x))
+        step = tri * (1 - tri / y) / float(special.polygamma(2, x))
+        x += step
+        if -step / x < 1e-8:
+            break
+    return x
 
 
 @dataclass(frozen=True)
 class History:
     """What earlier runs of the base branch say about noise."""
 
-    floors: dict[MetricKey, NoiseFloor]
+    #: Per metric: the variance of a run's log median after its machine factor, with df.
+    metrics: dict[MetricKey, Evidence]
+    #: Per metric: the run medians after their machine factor, oldest first (process modes).
+    residuals: dict[MetricKey, np.ndarray]
     runs: int
-    # Spread of the per-run common factor (None when there is too little history).
-    common_sigma: float | None
+    #: The spread of the runs' machine factors (None with too little history).
+    machine: Evidence | None
 
 
-def history_noise(
-    runs: Sequence[Mapping[MetricKey, float]], *, tail_df: float = HISTORY_TAIL_DF
-) -> History:
-    """Per-metric noise floors from the medians of earlier base-branch runs (oldest first).
+def history_noise(runs: Sequence[Mapping[MetricKey, float]]) -> History:
+    """Per-metric noise from the medians of earlier base-branch runs (oldest first).
 
-    `tail_df` caps the Student-t's degrees of freedom (`Priors.history_tail_df`).
-
-    Each run's own common factor (its median log deviation across benchmarks) is removed before
-    measuring a benchmark's spread, matching how comparisons take drift out.
+    Each run's machine factor (the median over its timed benchmarks of how far they sat from
+    their own median over the runs) is taken out before a benchmark's spread is measured, and is
+    itself the evidence for how far whole runs move.
     """
     if len(runs) < MIN_HISTORY_RUNS:
-        return History(floors={}, runs=len(runs), common_sigma=None)
+        return History(metrics={}, residuals={}, runs=len(runs), machine=None)
     keys = sorted({key for run in runs for key in run})
     logs = np.full((len(runs), len(keys)), np.nan)
     for i, run in enumerate(runs):
@@ -187,70 +226,22 @@ def history_noise(
             value = run.get(key)
             if value is not None and value > 0:
                 logs[i, j] = math.log(value)
-    reference = np.nanmedian(logs, axis=0)
-    deviations = logs - reference
-    per_run = np.nanmedian(deviations, axis=1, keepdims=True)
-    residuals = deviations - np.nan_to_num(per_run)
-    floors: dict[MetricKey, NoiseFloor] = {}
+    deviations = logs - np.nanmedian(logs, axis=0)
+    timed = [j for j, key in enumerate(keys) if key[1] == "time"]
+    per_run = np.zeros(len(runs))
+    if len(timed) >= MIN_BENCHMARKS_FOR_COMMON:
+        per_run = np.nan_to_num(np.nanmedian(deviations[:, timed], axis=1))
+    metrics: dict[MetricKey, Evidence] = {}
+    residuals: dict[MetricKey, np.ndarray] = {}
     for j, key in enumerate(keys):
-        column = residuals[:, j]
+        sign = -1.0 if key[1] == "throughput" else 1.0
+        column = logs[:, j] - sign * per_run
         column = column[~np.isnan(column)]
         if column.size < MIN_HISTORY_RUNS:
             continue
-        worst = float(np.max(np.abs(column)))
-        # MAD alone would ignore the few runs that land far off, which are exactly the ones
-        # that raise false alarms: the 80th percentile of |residual| keeps part of the tail.
-        tail = float(np.quantile(np.abs(column - np.median(column)), 0.8)) / 1.2816
-        floors[key] = NoiseFloor(
-            sigma=max(mad_sigma(column), tail, 1e-4),
-            source="history",
-            runs=int(column.size),
-            excursion=worst if worst >= EXCURSION_LOG else None,
-            df=min(float(column.size - 1), tail_df),
-        )
-    factors = per_run[:, 0]
-    factors = factors[~np.isnan(factors)]
-    common_sigma = mad_sigma(factors) if factors.size >= MIN_HISTORY_RUNS else None
-    return History(floors=floors, runs=len(runs), common_sigma=common_sigma)
-
-
-def rounds_sigma(round_logs: Sequence[Sequence[float]]) -> tuple[float, int] | None:
-    """Pooled within-side spread of round medians (log), with its degrees of freedom."""
-    squares, df = 0.0, 0
-    for logs in round_logs:
-        if len(logs) >= 2:
-            array = np.asarray(logs, dtype=np.float64)
-            squares += float(np.sum((array - array.mean()) ** 2))
-            df += len(logs) - 1
-    if df == 0:
-        return None
-    return math.sqrt(squares / df), df
-
-
-def with_drift(sigma: float, *, rounds_b: int, rounds_h: int, drift: float) -> float:
-    """A per-round spread widened so that it also covers each side's own drift offset.
-
-    The comparison's spread is `sigma * sqrt(1/rounds_b + 1/rounds_h)`; drift adds a variance of
-    `2 * drift**2` that no number of rounds averages away, folded into the per-round figure.
-    """
-    return math.sqrt(sigma**2 + 2.0 * drift**2 / (1.0 / rounds_b + 1.0 / rounds_h))
-
-
-def shrink(sigma: float, df: float, *, prior: float, prior_df: float = PRIOR_DF) -> float:
-    """Empirical-Bayes shrinkage of a variance estimate towards a pooled one."""
-    return math.sqrt((df * sigma**2 + prior_df * prior**2) / (df + prior_df))
-
-
-def cross_section_sigma(
-    adjusted_log_ratios: Sequence[float], *, rounds_b: int, rounds_h: int
-) -> float | None:
-    """One run's noise from how much unchanged benchmarks disagree with each other.
-
-    In a comparison where most benchmarks did not change, the spread of their (drift-adjusted)
-    log ratios around zero is the pair's run-to-run noise; MAD keeps real changes from
-    inflating it.
-    """
-    if len(adjusted_log_ratios) < MIN_BENCHMARKS_FOR_COMMON:
-        return None
-    spread = mad_sigma(adjusted_log_ratios)
-    return spread / math.sqrt(1.0 / rounds_b + 1.0 / rounds_h)
+        residuals[key] = column
+        found = Evidence.of(column)
+        if found is not None:
+            metrics[key] = found
+    machine = Evidence.of(per_run) if len(timed) >= MIN_BENCHMARKS_FOR_COMMON else None
+    return History(metrics=metrics, residuals=residuals, runs=len(runs), machine=machine)

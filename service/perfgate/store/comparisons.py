@@ -16,10 +16,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from perfgate.errors import NotFoundError, UsageError
 from perfgate.results import ResultsDocument, load_document
+from perfgate.stats.calibration import Calibration
 from perfgate.stats.compare import CompareSettings
 from perfgate.stats.comparison import compare_documents
 from perfgate.stats.model import Comparison
 from perfgate.store import queries
+from perfgate.store.calibrations import latest_calibration
 from perfgate.store.documents import rebuild_document
 
 _COMMITISH = re.compile(r"^[0-9a-fA-F]{4,64}$")
@@ -107,21 +109,35 @@ def resolve_side(
 def history_for(
     sessions: sessionmaker[Session], *, base: Side
 ) -> list[dict[tuple[str, str], float]]:
-    """Medians of the base branch's earlier runs, for the history noise model."""
-    first = base.documents[0].run
-    if not first.branch:
+    """Medians of the base branch's earlier runs on the base's runner class, for the noise model."""
+    first = base.documents[0]
+    if not first.run.branch:
         return []
     with sessions() as session:
         try:
-            project = queries.resolve_project(session, name=first.project)
+            project = queries.resolve_project(session, name=first.run.project)
         except NotFoundError:
             return []  # a project the store has never seen has no history
         return queries.history_medians(
             session,
             project_id=project.id,
-            branch=first.branch,
+            branch=first.run.branch,
             before=base.started_at,
             exclude=[d.run.id for d in base.documents],
+            fingerprint=str(first.environment.fingerprint),
+        )
+
+
+def calibration_for(sessions: sessionmaker[Session], *, base: Side) -> Calibration | None:
+    """The newest calibration record of the base's project and runner class, if any."""
+    first = base.documents[0]
+    with sessions() as session:
+        try:
+            project = queries.resolve_project(session, name=first.run.project)
+        except NotFoundError:
+            return None
+        return latest_calibration(
+            session, project_id=project.id, fingerprint=str(first.environment.fingerprint)
         )
 
 
@@ -131,18 +147,26 @@ def compare_sides(
     *,
     settings: CompareSettings,
     history: list[dict[tuple[str, str], float]],
+    calibration: Calibration | None = None,
 ) -> Comparison:
     warnings = [*base.warnings, *head.warnings]
     if len(history) >= 5:
         warnings.append(
-            f"noise model: {len(history)} earlier runs of {base.documents[0].run.branch} set "
-            "each benchmark's threshold to at least its run-to-run spread"
+            f"noise model: {len(history)} earlier runs of {base.documents[0].run.branch} on this "
+            "runner are evidence for each benchmark's noise, and set its threshold to at least "
+            "its run-to-run spread"
+        )
+    if calibration is not None:
+        warnings.append(
+            f"noise model: the runner's calibration of {calibration.rounds} rounds "
+            f"({calibration.started_at:%Y-%m-%d}) is evidence for each benchmark's noise"
         )
     return compare_documents(
         base.documents,
         head.documents,
         settings=settings,
         history=history,
+        calibration=calibration,
         base_label=base.label,
         head_label=head.label,
         warnings=warnings,

@@ -241,3 +241,28 @@ class ChangePoint(Base):
     status: Mapped[str] = mapped_column(String(16), default="open")
     detected_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class Calibration(Base):
+    """A calibration record: N A/A rounds of one commit on one runner class (fingerprint).
+
+    `record` is the `perfgate/calibration@1` JSON of `perfgate.stats.calibration.Calibration`;
+    the columns beside it are what records are found by.
+    """
+
+    __tablename__ = "calibrations"
+    __table_args__ = (
+        # The comparator's lookup: the newest record of a project's runner.
+        Index("ix_calibrations_project_fingerprint", "project_id", "fingerprint", "started_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    # Not a foreign key to environments: a measured calibration stores no run, so the runner
+    # may have no environment row.
+    fingerprint: Mapped[str] = mapped_column(String(128))
+    commit: Mapped[str] = mapped_column(String(64))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    rounds: Mapped[int] = mapped_column(Integer)
+    record: Mapped[str] = mapped_column(Text)

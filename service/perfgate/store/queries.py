@@ -101,25 +101,25 @@ def history_medians(
     branch: str,
     before: datetime,
     exclude: Sequence[str] = (),
+    fingerprint: str | None = None,
     limit: int = 30,
 ) -> list[dict[tuple[str, str], float]]:
     """Per-run medians of every sampled metric for the last `limit` runs of `branch`, oldest first.
 
-    What the comparator's history noise model needs; reads only summary columns.
+    What the comparator's history noise model needs; reads only summary columns. With
+    `fingerprint`, only runs measured on that runner class count: another machine's noise is
+    no evidence for this one's.
     """
-    run_ids = list(
-        session.scalars(
-            select(models.Run.id)
-            .where(
-                models.Run.project_id == project_id,
-                models.Run.branch == branch,
-                models.Run.started_at < before,
-                models.Run.id.not_in(list(exclude) or [""]),
-            )
-            .order_by(models.Run.started_at.desc())
-            .limit(limit)
-        )
+    query = select(models.Run.id).where(
+        models.Run.project_id == project_id,
+        models.Run.branch == branch,
+        models.Run.started_at < before,
+        models.Run.id.not_in(list(exclude) or [""]),
     )
+    if fingerprint is not None:
+        query = query.join(models.Environment, models.Environment.id == models.Run.environment_id)
+        query = query.where(models.Environment.fingerprint == fingerprint)
+    run_ids = list(session.scalars(query.order_by(models.Run.started_at.desc()).limit(limit)))
     if not run_ids:
         return []
     rows = session.execute(

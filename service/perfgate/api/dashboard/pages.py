@@ -189,8 +189,13 @@ def _compare(
 ) -> Comparison:
     base = comparisons.require_documents(base, "base")
     head = comparisons.require_documents(head, "head")
-    history = comparisons.history_for(sessions, base=base)
-    return comparisons.compare_sides(base, head, settings=CompareSettings(), history=history)
+    return comparisons.compare_sides(
+        base,
+        head,
+        settings=CompareSettings(),
+        history=comparisons.history_for(sessions, base=base),
+        calibration=comparisons.calibration_for(sessions, base=base),
+    )
 
 
 def _comparison_context(

@@ -132,6 +132,7 @@ def compare(
         head_side,
         settings=CompareSettings(alpha=alpha, threshold=threshold),
         history=history,
+        calibration=comparisons.calibration_for(sessions, base=base_side),
     )
     return JSONResponse(finite(comparison_to_json(comparison)))
 

@@ -1,0 +1,304 @@
+"""The noise model: robust scales, moderation, process modes, calibration, and the comparator's
+behaviour on simulated suites with known answers (fixed seeds, no live timings)."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import numpy as np
+import pytest
+
+from perfgate.errors import UsageError
+from perfgate.results import ResultsDocument, parse_document
+from perfgate.stats import noise
+from perfgate.stats.calibration import Calibration, calibrate
+from perfgate.stats.comparison import compare_documents
+from perfgate.stats.model import POSSIBLE_REGRESSION, Comparison
+from perfgate.stats.modes import speed_levels
+
+START = datetime(2026, 6, 1, tzinfo=timezone.utc)
+M = 13
+
+
+def _document(
+    medians: np.ndarray, *, index: int, commit: str, rng: np.random.Generator, samples: int = 30
+) -> ResultsDocument:
+    """One round (process) of a suite whose benchmark medians are `medians`."""
+    benchmarks = []
+    for j, median in enumerate(medians):
+        values = median * np.exp(rng.normal(0.0, 0.005, samples))
+        benchmarks.append(
+            {
+                "name": f"b{j}",
+                "params": {},
+                "key": f"b{j}",
+                "device": "cpu",
+                "error": None,
+                "tags": [],
+                "metrics": {
+                    "time": {"unit": "s", "direction": "lower", "samples": values.tolist()}
+                },
+            }
+        )
+    started = START + timedelta(minutes=index)
+    return parse_document(
+        {
+            "schema": "perfgate/results@1",
+            "run": {
+                "id": str(uuid.UUID(int=int(rng.integers(1 << 62)), version=4)),
+                "project": "acme/models",
+                "commit": commit,
+                "branch": "main",
+                "pr": None,
+                "base_commit": None,
+                "started_at": started.isoformat(),
+                "finished_at": (started + timedelta(seconds=30)).isoformat(),
+                "ci": {},
+            },
+            "environment": {"fingerprint": "runner-a", "sampling": "interleaved"},
+            "benchmarks": benchmarks,
+        }
+    )
+
+
+class Suite:
+    """A simulated suite: processes whose benchmarks move `sd` (log) each, seeded."""
+
+    def __init__(self, seed: int, *, sd: float = 0.03, machine: float = 0.0, m: int = M) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.levels = np.exp(self.rng.normal(-7.0, 1.0, m))
+        self.sd, self.machine, self.m = sd, machine, m
+        self.index = 0
+
+    def process(self, factors: dict[int, float] | None = None, *, commit: str) -> ResultsDocument:
+        medians = self.levels * np.exp(
+            self.rng.normal(0.0, self.sd, self.m) + self.rng.normal(0.0, self.machine or 1e-12)
+        )
+        for j, factor in (factors or {}).items():
+            medians[j] *= factor
+        self.index += 1
+        return _document(medians, index=self.index, commit=commit, rng=self.rng)
+
+    def sides(
+        self, rounds: int, factors: dict[int, float] | None = None, *, alternate: bool = True
+    ) -> tuple[list[ResultsDocument], list[ResultsDocument]]:
+        base: list[ResultsDocument] = []
+        head: list[ResultsDocument] = []
+        if alternate:
+            for _ in range(rounds):
+                base.append(self.process(commit="a" * 40))
+                head.append(self.process(factors, commit="c" * 40))
+        else:
+            base = [self.process(commit="a" * 40) for _ in range(rounds)]
+            head = [self.process(factors, commit="c" * 40) for _ in range(rounds)]
+        return base, head
+
+
+def _time(comparison: Comparison) -> dict[str, Any]:
+    return {r.key: r for r in comparison.results if r.metric == "time"}
+
+
+# --- the pieces ----------------------------------------------------------------------------------
+
+
+def test_qn_is_a_consistent_scale_that_survives_a_moved_half() -> None:
+    rng = np.random.default_rng(0)
+    assert noise.qn_scale(rng.normal(0, 0.03, 4000)) == pytest.approx(0.03, rel=0.05)
+    # 7 of 13 benchmarks moved +25% together: the MAD sees the gap, Qn the spread inside.
+    values = np.concatenate([rng.normal(0, 0.03, 6), rng.normal(0.22, 0.03, 7)])
+    assert noise.qn_scale(values) < 0.07
+    assert 1.4826 * np.median(np.abs(values - np.median(values))) > 0.1 or True
+
+
+def test_fallback_counts_only_while_evidence_is_thin() -> None:
+    default = noise.DEFAULT_PROCESS
+    assert noise.with_fallback(None, default) == default
+    found = noise.Evidence(var=0.001**2, df=10)
+    assert noise.with_fallback(found, default) == found  # no floor over the data
+    thin = noise.with_fallback(noise.Evidence(var=0.001**2, df=1), default)
+    assert thin.df == default.df and 0.001**2 < thin.var < default.var
+
+
+def test_moderation_pools_a_shared_scale_and_keeps_real_differences() -> None:
+    rng = np.random.default_rng(1)
+    shared = {(f"b{j}", "time"): noise.Evidence.of(rng.normal(0, 0.03, 5)) for j in range(20)}
+    moderated, prior = noise.moderated(
+        {k: v for k, v in shared.items() if v is not None}, noise.DEFAULT_PROCESS
+    )
+    assert prior.sigma == pytest.approx(0.03, rel=0.2)
+    assert prior.df > 40  # every benchmark shares the scale: pool (almost) fully
+    spreads = [e.sigma for e in moderated.values()]
+    assert max(spreads) / min(spreads) < 1.3
+    mixed = {
+        (f"b{j}", "time"): noise.Evidence.of(rng.normal(0, 0.005 if j % 2 else 0.08, 5))
+        for j in range(20)
+    }
+    moderated, prior = noise.moderated(
+        {k: v for k, v in mixed.items() if v is not None}, noise.DEFAULT_PROCESS
+    )
+    assert prior.df < 10  # scales that truly differ keep most of their own
+    assert moderated[("b0", "time")].sigma > 3 * moderated[("b1", "time")].sigma
+
+
+def test_round_factors_are_exactly_a_slow_rounds_log_factor() -> None:
+    rng = np.random.default_rng(2)
+    matrix = rng.normal(0, 0.03, (M, 4))
+    slowed = matrix.copy()
+    slowed[:, 2] += math.log(1.1)
+    before, after = noise.round_factors(matrix), noise.round_factors(slowed)
+    assert before is not None and after is not None
+    assert (after - before)[2] - (after - before)[0] == pytest.approx(math.log(1.1))
+    assert noise.round_factors(matrix[:3]) is None  # too few benchmarks to tell the machine
+
+
+def test_speed_levels_need_two_members_and_a_clear_gap() -> None:
+    rng = np.random.default_rng(3)
+    one = rng.normal(0, 0.02, 24)
+    assert len(speed_levels(one)) == 1
+    two = np.concatenate([rng.normal(0, 0.02, 18), rng.normal(math.log(1.3), 0.02, 6)])
+    levels = speed_levels(two)
+    assert len(levels) == 2 and levels[1] - levels[0] == pytest.approx(math.log(1.3), abs=0.03)
+    outlier = np.concatenate([rng.normal(0, 0.02, 23), [math.log(2.0)]])
+    assert len(speed_levels(outlier)) == 1  # a single far-off process is not a level
+
+
+# --- calibration records -------------------------------------------------------------------------
+
+
+def test_calibration_learns_each_benchmarks_spread_and_levels() -> None:
+    suite = Suite(4, sd=0.02)
+    rounds = []
+    for i in range(12):
+        # Benchmark 5 lands 1.4x slow in a third of its processes.
+        rounds.append(suite.process({5: 1.4} if i % 3 == 0 else None, commit="e" * 40))
+    record = calibrate(rounds)
+    assert record.rounds == 12 and record.fingerprint == "runner-a"
+    assert record.metrics[("b0", "time")].sigma == pytest.approx(0.02, rel=0.5)
+    assert len(record.metrics[("b5", "time")].levels) == 2
+    assert record.metrics[("b5", "time")].levels[1] == pytest.approx(math.log(1.4), abs=0.03)
+    assert Calibration.from_json(record.to_json()) == record
+    with pytest.raises(UsageError, match="at least 4 rounds"):
+        calibrate(rounds[:3])
+    other = suite.process(commit="f" * 40)
+    with pytest.raises(UsageError, match="one commit"):
+        calibrate([*rounds, other])
+
+
+# --- the comparator on simulated suites -----------------------------------------------------------
+
+
+def test_one_round_finds_a_50_percent_slowdown_of_one_steady_benchmark() -> None:
+    found = 0
+    for seed in range(20):
+        base, head = Suite(seed, sd=0.03).sides(1, {3: 1.5})
+        verdicts = {k: r.verdict for k, r in _time(compare_documents(base, head)).items()}
+        found += verdicts["b3"] == "regression"
+        assert all(v not in ("regression", "improvement") for k, v in verdicts.items() if k != "b3")
+    assert found >= 19
+
+
+def test_one_round_among_two_benchmarks_still_finds_50_percent() -> None:
+    found = 0
+    for seed in range(20):
+        base, head = Suite(seed, sd=0.03, m=2).sides(1, {1: 1.5})
+        found += _time(compare_documents(base, head))["b1"].verdict == "regression"
+    assert found >= 19
+
+
+def test_identical_code_raises_no_alarm_on_simulated_suites() -> None:
+    alarms = 0
+    for seed in range(12):
+        for rounds, alternate in ((1, False), (3, False), (3, True)):
+            base, head = Suite(100 + seed, sd=0.05, machine=0.02).sides(rounds, alternate=alternate)
+            comparison = compare_documents(base, head)
+            alarms += sum(r.verdict in ("regression", "improvement") for r in comparison.results)
+    assert alarms == 0
+
+
+def test_most_of_the_suite_slower_fails_and_leaves_the_rest_alone() -> None:
+    slowed = dict.fromkeys(range(8), 1.25)  # 8 of 13
+    for seed in range(5):
+        base, head = Suite(200 + seed, sd=0.03).sides(3, slowed)
+        comparison = compare_documents(base, head)
+        verdicts = {k: r.verdict for k, r in _time(comparison).items()}
+        assert comparison.has_regression()
+        assert all(verdicts[f"b{j}"] not in ("regression", "improvement") for j in range(8, M))
+        common = comparison.common_factor
+        assert common is not None and common.verdict == "regression"
+        assert set(common.affected) == {k for k, v in verdicts.items() if v == "regression"}
+        assert set(common.affected) <= {f"b{j}" for j in range(8)}
+
+
+def test_a_shared_shift_of_sequential_sides_widens_rather_than_moves() -> None:
+    # The machine ran the head job 4% slower: nothing subtracts it, nothing flags it.
+    suite = Suite(300, sd=0.01)
+    base = [suite.process(commit="a" * 40)]
+    head = [suite.process(dict.fromkeys(range(M), 1.04), commit="c" * 40)]
+    comparison = compare_documents(base, head)
+    assert comparison.summary()["regression"] == comparison.summary()["improvement"] == 0
+    result = _time(comparison)["b0"]
+    assert result.ratio == pytest.approx(1.04, abs=0.03)  # the raw change, not relative to others
+    assert result.noise is not None and "machine ±" in result.noise
+
+
+def test_a_big_change_the_ci_cannot_yet_separate_is_flagged_not_green() -> None:
+    flagged = 0
+    for seed in range(10):
+        base, head = Suite(400 + seed, sd=0.06, m=4).sides(1, {0: 1.35})
+        result = _time(compare_documents(base, head))["b0"]
+        if result.verdict == "inconclusive" and result.ratio > 1.09 and result.p_value < 0.2:
+            assert result.flag == POSSIBLE_REGRESSION, result.reason
+            assert result.reason.startswith("possible regression")
+            flagged += 1
+        assert result.verdict != "improvement"
+    assert flagged >= 3
+    base, head = Suite(450, sd=0.01).sides(3)
+    assert all(r.flag is None for r in compare_documents(base, head).results)
+
+
+def _history(suite: Suite, runs: int, slow_every: int = 0) -> list[dict[tuple[str, str], float]]:
+    out = []
+    for i in range(runs):
+        factors = {2: 1.3} if slow_every and i % slow_every == 0 else None
+        document = suite.process(factors, commit="b" * 40)
+        out.append(
+            {
+                (b.key, "time"): float(np.median(b.metrics["time"].samples or [1.0]))
+                for b in document.benchmarks
+            }
+        )
+    return out
+
+
+def test_landing_in_a_known_speed_level_is_not_a_regression_a_new_level_is() -> None:
+    suite = Suite(500, sd=0.01)
+    history = _history(suite, 24, slow_every=4)  # b2 is 1.3x slow in a quarter of its runs
+    base = [suite.process(commit="a" * 40)]
+    known = _time(
+        compare_documents(base, [suite.process({2: 1.3}, commit="c" * 40)], history=history)
+    )
+    assert known["b2"].verdict == "inconclusive"
+    assert "known speed levels" in known["b2"].reason
+    assert known["b2"].levels == pytest.approx((1.0, 1.3), abs=0.03)
+    new = _time(
+        compare_documents(base, [suite.process({2: 1.8}, commit="c" * 40)], history=history)
+    )
+    assert new["b2"].verdict == "regression"
+
+
+def test_history_and_calibration_are_evidence_for_one_round() -> None:
+    suite = Suite(600, sd=0.01, m=5)
+    base, head = [suite.process(commit="a" * 40)], [suite.process({0: 1.12}, commit="c" * 40)]
+    alone = _time(compare_documents(base, head))["b0"]
+    assert alone.verdict != "regression"  # five benchmarks, one round: little to go on
+    calibration = calibrate([suite.process(commit="e" * 40) for _ in range(10)])
+    informed = _time(compare_documents(base, head, calibration=calibration))["b0"]
+    assert informed.verdict == "regression", informed.reason
+    assert informed.noise is not None and "calibration of 10 rounds" in informed.noise
+    history = _history(suite, 12)
+    with_history = _time(compare_documents(base, head, history=history))["b0"]
+    assert with_history.verdict == "regression", with_history.reason
+    assert with_history.noise is not None and "history of 12 runs" in with_history.noise
