@@ -42,6 +42,7 @@ def cli() -> None:
 def _register() -> None:
     # Imported here so `import perfgate.cli` stays light; each module adds one command.
     from perfgate.cli import (
+        calibrate,
         changes,
         comment,
         compare,
@@ -54,7 +55,19 @@ def _register() -> None:
         upload,
     )
 
-    for module in (run, upload, compare, comment, trend, changes, serve, db, token, demo):
+    for module in (
+        run,
+        calibrate,
+        upload,
+        compare,
+        comment,
+        trend,
+        changes,
+        serve,
+        db,
+        token,
+        demo,
+    ):
         cli.add_command(module.command)
 
 

@@ -54,6 +54,58 @@ def max_size_option(func: F) -> F:
     )(func)
 
 
+def filter_option(func: F) -> F:
+    return click.option(
+        "-k",
+        "--filter",
+        "filter_expr",
+        metavar="EXPR",
+        help="Only instances whose key matches (substrings with and/or/not, like pytest -k).",
+    )(func)
+
+
+def device_option(func: F) -> F:
+    return click.option(
+        "--device",
+        default="auto",
+        show_default=True,
+        metavar="auto|cpu|cuda[:N]",
+        help="Where benchmarks run; auto picks CUDA when available.",
+    )(func)
+
+
+def max_time_option(func: F) -> F:
+    return click.option(
+        "--max-time",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="S",
+        help="Timing budget per benchmark instance, in seconds.",
+    )(func)
+
+
+def sampling_options(func: F) -> F:
+    """--threads, --system-malloc and --interleave/--sequential: how a process measures."""
+    func = click.option(
+        "--interleave/--sequential",
+        default=None,
+        help="Take samples in slices, round-robin across instances, so a burst of load spoils a "
+        "slice of each instead of one instance [default: interleave on CPU, sequential on CUDA].",
+    )(func)
+    func = click.option(
+        "--system-malloc",
+        is_flag=True,
+        help="Leave glibc's malloc thresholds dynamic (noisier: see docs/harness.md).",
+    )(func)
+    return click.option(
+        "--threads",
+        type=click.IntRange(min=1),
+        envvar=config.ENV_THREADS,
+        show_envvar=True,
+        help="torch intra-op threads [default: torch's]; 1 keeps CPU timings steady on shared "
+        "runners.",
+    )(func)
+
+
 def git_options(func: F) -> F:
     """--commit/--branch/--project/--pr: override what git and GitHub Actions say."""
     func = click.option(

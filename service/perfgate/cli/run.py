@@ -7,7 +7,15 @@ from pathlib import Path
 
 import click
 
-from perfgate.cli.options import db_option, git_options, server_options
+from perfgate.cli.options import (
+    db_option,
+    device_option,
+    filter_option,
+    git_options,
+    max_time_option,
+    sampling_options,
+    server_options,
+)
 from perfgate.cli.upload import describe, describe_server
 from perfgate.config import running_in_ci
 from perfgate.errors import UsageError
@@ -16,20 +24,8 @@ from perfgate.results import ResultsDocument, dump_document
 
 @click.command("run")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "-k",
-    "--filter",
-    "filter_expr",
-    metavar="EXPR",
-    help="Only instances whose key matches (substrings with and/or/not, like pytest -k).",
-)
-@click.option(
-    "--device",
-    default="auto",
-    show_default=True,
-    metavar="auto|cpu|cuda[:N]",
-    help="Where benchmarks run; auto picks CUDA when available.",
-)
+@filter_option
+@device_option
 @click.option(
     "--rounds",
     type=click.IntRange(min=1),
@@ -37,30 +33,8 @@ from perfgate.results import ResultsDocument, dump_document
     show_default=True,
     help="Run the selection N times, each round in a fresh process.",
 )
-@click.option(
-    "--max-time",
-    type=click.FloatRange(min=0, min_open=True),
-    metavar="S",
-    help="Timing budget per benchmark instance, in seconds.",
-)
-@click.option(
-    "--threads",
-    type=click.IntRange(min=1),
-    envvar="PERFGATE_THREADS",
-    show_envvar=True,
-    help="torch intra-op threads [default: torch's]; 1 keeps CPU timings steady on shared runners.",
-)
-@click.option(
-    "--system-malloc",
-    is_flag=True,
-    help="Leave glibc's malloc thresholds dynamic (noisier: see docs/harness.md).",
-)
-@click.option(
-    "--interleave/--sequential",
-    default=None,
-    help="Take samples in slices, round-robin across instances, so a burst of load spoils a "
-    "slice of each instead of one instance [default: interleave on CPU, sequential on CUDA].",
-)
+@max_time_option
+@sampling_options
 @click.option("--no-profile", is_flag=True, help="Skip the torch.profiler pass.")
 @click.option(
     "--trace-dir",
