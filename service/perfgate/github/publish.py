@@ -20,6 +20,7 @@ from perfgate.report.checks import (
     check_summary,
     check_title,
     has_changes,
+    needs_attention,
     status_description,
     status_state,
 )
@@ -96,7 +97,8 @@ def resolve_target(
 def wants_comment(mode: str, comparison: Comparison) -> bool:
     """Whether `mode` asks for a new comment; an existing one is always kept up to date."""
     if mode == "on-regression":
-        return comparison.has_regression()
+        # A possible regression sets a non-green status: the comment is where it is explained.
+        return needs_attention(comparison)
     if mode == "on-change":
         return has_changes(comparison)
     return True

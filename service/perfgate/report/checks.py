@@ -5,16 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfgate.report.units import format_change, format_ci, format_value
-from perfgate.report.verdicts import raw_ci, raw_ratio, severity_order, summary_phrase
-from perfgate.stats.model import Comparison
+from perfgate.report.verdicts import (
+    affected_list,
+    raw_ci,
+    raw_ratio,
+    severity_order,
+    shift_phrase,
+    shifted,
+    summary_phrase,
+)
+from perfgate.stats.model import POSSIBLE_REGRESSION, Comparison, MetricResult
 
 STATUS_DESCRIPTION_LIMIT = 140
 CHECK_TITLE_LIMIT = 255
 CHECK_SUMMARY_LIMIT = 65_535
 # GitHub shows at most 10 warning annotations per step (and 50 per job); the rest are dropped.
 ANNOTATIONS_PER_STEP = 10
-# Regressions get all but two: those stay free for perfgate's own warnings (no PR found, no
-# check run), which must not be the ones GitHub drops.
+# Regressions and possible regressions get all but two: those stay free for perfgate's own
+# warnings (no PR found, no check run), which must not be the ones GitHub drops.
 REGRESSION_ANNOTATIONS = ANNOTATIONS_PER_STEP - 2
 # $GITHUB_STEP_SUMMARY is refused above 1 MiB per step.
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -29,10 +37,18 @@ def nothing_to_compare(comparison: Comparison) -> bool:
 
 
 def has_changes(comparison: Comparison) -> bool:
-    """Anything a reviewer should see: a verdict other than unchanged/inconclusive, or a shift."""
-    common = comparison.common_factor
-    shifted = common is not None and common.verdict in ("regression", "improvement")
-    return shifted or any(r.verdict in _CHANGES for r in comparison.results)
+    """Anything a reviewer should see: a verdict other than unchanged/inconclusive, a possible
+    regression, or a shift."""
+    return (
+        shifted(comparison) is not None
+        or bool(comparison.possible_regressions())
+        or any(r.verdict in _CHANGES for r in comparison.results)
+    )
+
+
+def needs_attention(comparison: Comparison) -> bool:
+    """A regression, or a possible regression (what `--mode on-regression` comments on)."""
+    return comparison.has_regression() or bool(comparison.possible_regressions())
 
 
 def fit(text: str, limit: int, *, note: str = " …") -> str:
@@ -43,7 +59,18 @@ def fit(text: str, limit: int, *, note: str = " …") -> str:
 
 
 def status_state(comparison: Comparison) -> str:
-    return "failure" if comparison.has_regression() else "success"
+    """`failure` for regressions, `pending` for possible regressions, else `success`.
+
+    Commit statuses have no neutral state (only error, failure, pending, success). A possible
+    regression is not proven, so not `failure`; perfgate did not break, so not `error`; it must
+    never look green, so not `success`. `pending` says the verdict waits on more evidence (a
+    re-run with more rounds replaces it), and the description names the possible regression.
+    """
+    if comparison.has_regression():
+        return "failure"
+    if comparison.possible_regressions():
+        return "pending"
+    return "success"
 
 
 def status_description(comparison: Comparison) -> str:
@@ -61,10 +88,11 @@ def status_description(comparison: Comparison) -> str:
 
 
 def check_conclusion(comparison: Comparison) -> str:
-    """`failure` for regressions, `neutral` when nothing could be compared, else `success`."""
+    """`failure` for regressions, `neutral` for possible regressions or when nothing could be
+    compared, else `success`."""
     if comparison.has_regression():
         return "failure"
-    if nothing_to_compare(comparison):
+    if comparison.possible_regressions() or nothing_to_compare(comparison):
         return "neutral"
     return "success"
 
@@ -87,39 +115,55 @@ class Annotation:
     message: str
 
 
+def _annotation(result: MetricResult, title: str) -> Annotation:
+    base = format_value(result.base.median, result.unit) if result.base else "—"
+    head = format_value(result.head.median, result.unit) if result.head else "—"
+    ci = raw_ci(result)
+    return Annotation(
+        title=f"perfgate: {result.key} {result.metric} {title}",
+        message=(
+            f"{result.key} {result.metric}: {base} → {head} "
+            f"({format_change(raw_ratio(result))}"
+            + (f", 95% CI {format_ci(ci)}" if ci else "")
+            + f"). {result.reason}"
+        ),
+    )
+
+
 def regression_annotations(
     comparison: Comparison, *, limit: int = REGRESSION_ANNOTATIONS
 ) -> list[Annotation]:
-    """One warning per regression, worst first; past `limit`, the last one counts the rest."""
-    regressions = [r for r in severity_order(comparison.results) if r.verdict == "regression"]
+    """One warning per regression, worst first, then one per possible regression; past `limit`,
+    the last one counts the rest."""
+    ordered = severity_order(comparison.results)
     notes = []
-    common = comparison.common_factor
+    common = shifted(comparison)
     if common is not None and common.verdict == "regression":
-        notes.append(
-            Annotation(title="perfgate: the whole suite got slower", message=common.reason)
-        )
-    for result in regressions:
-        base = format_value(result.base.median, result.unit) if result.base else "—"
-        head = format_value(result.head.median, result.unit) if result.head else "—"
-        ci = raw_ci(result)
-        notes.append(
-            Annotation(
-                title=f"perfgate: {result.key} {result.metric} regressed",
-                message=(
-                    f"{result.key} {result.metric}: {base} → {head} "
-                    f"({format_change(raw_ratio(result))}"
-                    + (f", 95% CI {format_ci(ci)}" if ci else "")
-                    + f"). {result.reason}"
-                ),
-            )
-        )
+        # Each affected benchmark is also judged on its own change: the shift names them once.
+        message = common.reason
+        if common.affected:
+            message = f"{message.rstrip().rstrip('.')}. Moved together: "
+            message += f"{affected_list(common, quote='')}."
+        notes.append(Annotation(title=f"perfgate: {shift_phrase(common)}, slower", message=message))
+    notes += [_annotation(r, "regressed") for r in ordered if r.verdict == "regression"]
+    possible = [r for r in ordered if r.flag == POSSIBLE_REGRESSION]
+    notes += [_annotation(r, "possible regression") for r in possible]
     if len(notes) > limit:
         rest = len(notes) - (limit - 1)
+        # Possible regressions come last, so they are the first to be counted rather than named.
+        possible_left = min(rest, len(possible))
+        what = (
+            "regressions"
+            if not possible_left
+            else "possible regressions"
+            if possible_left == rest
+            else "regressions and possible regressions"
+        )
         notes = [
             *notes[: limit - 1],
             Annotation(
-                title="perfgate: more regressions",
-                message=f"{rest} more regressions: see the job summary or the PR comment",
+                title=f"perfgate: more {what}",
+                message=f"{rest} more {what}: see the job summary or the PR comment",
             ),
         ]
     return notes

@@ -7,9 +7,11 @@ from typing import Any
 from perfgate.errors import DocumentError
 from perfgate.stats.model import (
     COMPARISON_SCHEMA,
+    POSSIBLE_REGRESSION,
     VERDICTS,
     CommonFinding,
     Comparison,
+    Flag,
     MetricResult,
     OpDelta,
     SideInfo,
@@ -51,6 +53,8 @@ def result_to_json(result: MetricResult) -> dict[str, Any]:
         "verdict": result.verdict,
         "reason": result.reason,
         "noise": result.noise,
+        # "possible_regression" on an inconclusive result that must not read as a pass; else null.
+        "flag": result.flag,
         "attribution": [
             {
                 "op": d.op,
@@ -66,6 +70,9 @@ def result_to_json(result: MetricResult) -> dict[str, Any]:
     if result.history:
         # Optional: base-branch medians (oldest first) behind the comment's trend chart.
         data["history"] = list(result.history)
+    if result.levels:
+        # Optional: a benchmark's known speed levels (process modes), as ratios to its fastest.
+        data["levels"] = list(result.levels)
     return data
 
 
@@ -92,6 +99,7 @@ def _common(finding: CommonFinding | None) -> dict[str, Any] | None:
         "verdict": finding.verdict,
         "reason": finding.reason,
         "noise": finding.noise,
+        "affected": list(finding.affected),
     }
 
 
@@ -105,6 +113,8 @@ def _common_from(data: dict[str, Any] | None) -> CommonFinding | None:
         verdict=data["verdict"],
         reason=str(data["reason"]),
         noise=str(data["noise"]),
+        # Absent from documents written before the shift named its benchmarks.
+        affected=tuple(str(key) for key in data.get("affected") or ()),
     )
 
 
@@ -133,6 +143,17 @@ def _summary(data: dict[str, Any] | None) -> SideSummary | None:
     return SideSummary(**data) if data is not None else None
 
 
+_FLAGS: dict[str, Flag] = {POSSIBLE_REGRESSION: POSSIBLE_REGRESSION}
+
+
+def _flag(value: Any) -> Flag | None:
+    if value is None:
+        return None
+    if value not in _FLAGS:
+        raise ValueError(f"unknown flag {value!r}")
+    return _FLAGS[value]
+
+
 def _result(data: dict[str, Any]) -> MetricResult:
     if data["verdict"] not in VERDICTS:
         raise ValueError(f"unknown verdict {data['verdict']!r}")
@@ -156,4 +177,7 @@ def _result(data: dict[str, Any]) -> MetricResult:
         noise=data.get("noise"),
         attribution=[OpDelta(**d) for d in data.get("attribution", [])],
         history=[float(v) for v in data.get("history") or []],
+        # Both absent from documents written before flags and speed levels existed.
+        flag=_flag(data.get("flag")),
+        levels=tuple(float(v) for v in data.get("levels") or ()),
     )

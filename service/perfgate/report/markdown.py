@@ -1,10 +1,11 @@
 """The comparison as GitHub markdown: the PR comment body and the job summary (no I/O here).
 
-Layout: the verdict line; the table of regressions and improvements (with a trend sparkline when
-the base branch has history); per regression the ops that moved and a mermaid trend chart;
-warnings; every result folded in `<details>`; links to the CI run and the dashboard. A long suite
-is cut to fit GitHub's 65,536-character comment limit, least important parts first, with a note
-saying what was left out.
+Layout: the verdict line; the benchmarks that moved with a suite-wide shift; the table of
+regressions, possible regressions and improvements (with a trend sparkline when the base branch
+has history); per regression and possible regression the ops that moved and a mermaid trend
+chart; warnings; every result folded in `<details>`; links to the CI run and the dashboard. A
+long suite is cut to fit GitHub's 65,536-character comment limit, least important parts first,
+with a note saying what was left out.
 """
 
 from __future__ import annotations
@@ -15,14 +16,18 @@ from perfgate.report.trend import mermaid_chart, result_sparkline
 from perfgate.report.units import format_change, format_ci, format_value
 from perfgate.report.verdicts import (
     ICONS,
+    affected_list,
     headline_icon,
+    levels_note,
     raw_ci,
     raw_ratio,
     severity_order,
+    shifted,
     side_label,
     summary_phrase,
+    verdict_label,
 )
-from perfgate.stats.model import Comparison, MetricResult
+from perfgate.stats.model import POSSIBLE_REGRESSION, Comparison, MetricResult
 
 # GitHub refuses comments over 65,536 characters; stay clear of it with room for a marker.
 COMMENT_LIMIT = 60_000
@@ -58,15 +63,34 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _verdict_cell(result: MetricResult) -> str:
+    """`🟡 inconclusive · possible regression · speed levels 1.00x / 1.31x`: words, not icons."""
+    note = levels_note(result)
+    text = f"{ICONS[result.verdict]} {verdict_label(result)}"
+    return f"{text} · {note}" if note else text
+
+
 def _row(result: MetricResult, *, trend: bool = False) -> str:
     base = format_value(result.base.median, result.unit) if result.base else "—"
     head = format_value(result.head.median, result.unit) if result.head else "—"
     row = (
         f"| `{_cell(result.key)}` | {result.metric} | {base} | {head} | "
         f"{format_change(raw_ratio(result))} | {format_ci(raw_ci(result))} | "
-        f"{ICONS[result.verdict]} {result.verdict} |"
+        f"{_verdict_cell(result)} |"
     )
     return row + f" {result_sparkline(result)} |" if trend else row
+
+
+def _shift(comparison: Comparison) -> list[str]:
+    """The benchmarks that moved with a suite-wide shift (each is also judged on its own)."""
+    common = shifted(comparison)
+    if common is None or not common.affected:
+        return []
+    return [
+        f"Moved together ({format_change(common.ratio)}, 95% CI {format_ci(common.ci)}): "
+        f"{_cell(affected_list(common))}.",
+        "",
+    ]
 
 
 def _ops(result: MetricResult) -> list[str]:
@@ -93,14 +117,16 @@ def _ops(result: MetricResult) -> list[str]:
 
 
 def _regression_details(result: MetricResult, base_branch: str | None) -> list[str]:
-    """What a reviewer needs to start on one regression: the ops that moved, its trend."""
+    """What a reviewer needs to start on a (possible) regression: the ops that moved, its trend."""
     spark = result_sparkline(result)
     title = f"**`{_cell(result.key)}` {result.metric} {format_change(raw_ratio(result))}**"
+    if result.flag is not None:
+        title += f" ({verdict_label(result)})"
     lines = [f"{title} {spark}".rstrip(), ""]
     ops = _ops(result)
     if ops:
         lines += ["Ops that moved most (self time per call):", "", *ops, ""]
-    elif result.exact:
+    elif result.exact or result.flag is not None:
         lines += [f"{_cell(result.reason)}", ""]
     chart = mermaid_chart(result)
     if chart:
@@ -121,7 +147,16 @@ def _warnings(comparison: Comparison) -> list[str]:
     notes = [
         w if len(w) <= WARNING_CHARS else w[: WARNING_CHARS - 1] + "…" for w in comparison.warnings
     ]
-    noisy = [r for r in comparison.results if r.verdict == "inconclusive"]
+    possible = comparison.possible_regressions()
+    if possible:
+        named = ", ".join(f"`{_cell(r.key)}` {r.metric}" for r in possible[:NOISY_NAMED])
+        more = f" and {len(possible) - NOISY_NAMED} more" if len(possible) > NOISY_NAMED else ""
+        notes.append(
+            f"{len(possible)} possible {'regression' if len(possible) == 1 else 'regressions'} "
+            f"(changed far beyond the threshold, but the 95% CI still reaches below it): "
+            f"{named}{more}; more rounds (`perfgate run --rounds 3`) decide whether it is real"
+        )
+    noisy = [r for r in comparison.results if r.verdict == "inconclusive" and r.flag is None]
     if noisy:
         named = ", ".join(f"`{_cell(r.key)}` {r.metric}" for r in noisy[:NOISY_NAMED])
         more = f" and {len(noisy) - NOISY_NAMED} more" if len(noisy) > NOISY_NAMED else ""
@@ -173,10 +208,15 @@ def render_markdown(
     """The PR comment / job summary for `comparison`, at most `limit` characters."""
     links = links or Links()
     ordered = severity_order(comparison.results)
-    changed = [r for r in ordered if r.verdict in ("regression", "improvement")]
-    regressions = [r for r in changed if r.verdict == "regression"]
+    changed = [
+        r
+        for r in ordered
+        if r.verdict in ("regression", "improvement") or r.flag == POSSIBLE_REGRESSION
+    ]
+    # Regressions and possible regressions, worst first: each gets its ops and trend.
+    regressions = [r for r in changed if r.verdict != "improvement"]
 
-    top = [f"### {headline(comparison)}", ""]
+    top = [f"### {headline(comparison)}", "", *_shift(comparison)]
     warnings = _warnings(comparison)
     footer = _footer(comparison, links)
     # Room kept for notes about what was cut and the folded table's frame.

@@ -1,4 +1,5 @@
-"""The comparison as a rich terminal table, with the ops behind each regression and warnings."""
+"""The comparison as a rich terminal table, with the ops behind each (possible) regression and
+warnings."""
 
 from __future__ import annotations
 
@@ -8,8 +9,16 @@ from rich.table import Table
 
 from perfgate.report.markdown import TOP_OPS_SHOWN, headline
 from perfgate.report.units import format_change, format_ci, format_value
-from perfgate.report.verdicts import raw_ci, raw_ratio, severity_order
-from perfgate.stats.model import Comparison
+from perfgate.report.verdicts import (
+    affected_list,
+    levels_note,
+    raw_ci,
+    raw_ratio,
+    severity_order,
+    shifted,
+    verdict_label,
+)
+from perfgate.stats.model import Comparison, MetricResult
 
 STYLES = {
     "regression": "bold red",
@@ -20,12 +29,27 @@ STYLES = {
     "new": "cyan",
     "error": "bold red",
 }
+# A possible regression stands out from the plain inconclusive rows, without the regression red.
+FLAG_STYLE = "bold yellow"
+
+
+def _verdict(result: MetricResult) -> str:
+    style = FLAG_STYLE if result.flag is not None else STYLES[result.verdict]
+    return f"[{style}]{escape(verdict_label(result))}[/]"
+
+
+def _reason(result: MetricResult) -> str:
+    note = levels_note(result)
+    return escape(f"{result.reason} · {note}" if note else result.reason)
 
 
 def render_terminal(
     comparison: Comparison, console: Console, *, show_unchanged: bool = True
 ) -> None:
     console.print(escape(headline(comparison)), highlight=False)
+    common = shifted(comparison)
+    if common is not None and common.affected:
+        console.print(f"moved together: {escape(affected_list(common, quote=''))}", highlight=False)
     table = Table(show_edge=False, pad_edge=False)
     for column, justify in (
         ("benchmark", "left"),
@@ -48,14 +72,14 @@ def render_terminal(
             format_value(result.head.median, result.unit) if result.head else "—",
             format_change(raw_ratio(result)),
             format_ci(raw_ci(result)),
-            f"[{STYLES[result.verdict]}]{result.verdict}[/]",
-            escape(result.reason),
+            _verdict(result),
+            _reason(result),
         )
     console.print(table)
     hidden = comparison.summary()["unchanged"] if not show_unchanged else 0
     if hidden:
         console.print(f"[dim]{hidden} unchanged results not listed (--format json lists all)[/dim]")
-    for result in comparison.regressions():
+    for result in [*comparison.regressions(), *comparison.possible_regressions()]:
         if not result.attribution:
             continue
         console.print(f"\n[bold]ops behind {escape(result.key)} {result.metric}[/bold]")

@@ -96,11 +96,12 @@ def comparison_html(comparison: Comparison) -> str:
 
 
 def changed_keys(comparison: Comparison) -> list[tuple[str, str, str]]:
-    """(key, metric, verdict) of each regression and improvement, for links to their trends."""
+    """(key, metric, verdict) of each regression, possible regression and improvement, for links
+    to their trends; a possible regression's verdict reads `possible_regression`."""
     return [
-        (r.key, r.metric, r.verdict)
+        (r.key, r.metric, r.flag or r.verdict)
         for r in comparison.results
-        if r.verdict in ("regression", "improvement")
+        if r.verdict in ("regression", "improvement") or r.flag is not None
     ]
 
 
