@@ -212,14 +212,22 @@ def test_demo_finds_the_planted_regression(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     comparison = json.loads((tmp_path / "out" / "comparison.json").read_text())
-    flagged = [r for r in comparison["results"] if r["verdict"] in ("regression", "improvement")]
-    planted = [r for r in flagged if r["key"] == "layer_norm[hidden=768,tokens=512]"]
-    # The extra copy is an exact fact (one more aten op per call), whatever the noise.
-    assert {r["metric"] for r in planted} >= {"op_count"}
-    assert all(r["verdict"] == "regression" for r in planted)
-    # ... and nothing else is flagged: no other benchmark, and no suite-wide shift.
-    assert flagged == planted, [(r["key"], r["metric"], r["verdict"]) for r in flagged]
-    assert comparison["common_factor"]["verdict"] not in ("regression", "improvement")
-    assert all("aten::copy_" in [op["op"] for op in r["attribution"]] for r in planted)
+    # A live run asserts exact facts only: the extra copy is one more aten op per call, a
+    # regression whatever the machine's noise, with the op behind it named. Which timings come
+    # out flagged depends on how busy the machine was (the comparator's statistical behaviour
+    # is tested on recorded and simulated data instead).
+    planted = next(
+        r
+        for r in comparison["results"]
+        if r["key"] == "layer_norm[hidden=768,tokens=512]" and r["metric"] == "op_count"
+    )
+    assert planted["verdict"] == "regression"
+    assert "aten::copy_" in [op["op"] for op in planted["attribution"]]
+    others = [
+        r
+        for r in comparison["results"]
+        if r["exact"] and r["key"] != planted["key"] and r["verdict"] != "unchanged"
+    ]
+    assert others == []  # no other exact counter moved: the code is the same
     assert "### ⚠️" in result.stdout and "aten::copy_" in result.stdout
     assert counts(url)["runs"] == 10  # five rounds a side, each its own run

@@ -302,3 +302,31 @@ def test_history_and_calibration_are_evidence_for_one_round() -> None:
     with_history = _time(compare_documents(base, head, history=history))["b0"]
     assert with_history.verdict == "regression", with_history.reason
     assert with_history.noise is not None and "history of 12 runs" in with_history.noise
+
+
+def test_the_runners_tails_are_learnt_from_its_history() -> None:
+    rng = np.random.default_rng(7)
+    light = noise.tail_df([rng.normal(0, 0.03, 24) for _ in range(M)])
+    assert light is not None and light >= 20
+    heavy = noise.tail_df([0.03 * rng.standard_t(3, 24) for _ in range(M)])
+    assert heavy is not None and heavy <= 4
+    assert noise.tail_df([rng.normal(0, 0.03, 24)]) is None  # too few values to tell
+
+    def width(tails: float | None) -> float:
+        suite = Suite(700, sd=0.02)
+        history = []
+        for _ in range(24):
+            draw = suite.rng.standard_t(tails, M) if tails else suite.rng.normal(0, 1, M)
+            history.append(
+                {
+                    (f"b{j}", "time"): float(suite.levels[j] * math.exp(0.02 * draw[j]))
+                    for j in range(M)
+                }
+            )
+        base, head = [suite.process(commit="a" * 40)], [suite.process(commit="c" * 40)]
+        result = _time(compare_documents(base, head, history=history))["b0"]
+        assert result.ci is not None
+        return math.log(result.ci[1] / result.ci[0])
+
+    # Heavy-tailed history: the same spread reaches further out.
+    assert width(2.5) > 1.3 * width(None)

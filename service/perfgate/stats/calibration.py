@@ -53,6 +53,8 @@ class Calibration:
     machine_sigma: float
     machine_df: int
     metrics: Mapping[MetricKey, MetricNoise]
+    #: The runner's tail weight (`noise.tail_df` of the rounds inside their levels), if known.
+    tail_df: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +65,7 @@ class Calibration:
             "started_at": self.started_at.isoformat(),
             "rounds": self.rounds,
             "machine": {"sigma": self.machine_sigma, "df": self.machine_df},
+            "tail_df": self.tail_df,
             "metrics": [
                 {
                     "key": key,
@@ -89,6 +92,7 @@ class Calibration:
             rounds=int(data["rounds"]),
             machine_sigma=float(data["machine"]["sigma"]),
             machine_df=int(data["machine"]["df"]),
+            tail_df=None if data.get("tail_df") is None else float(data["tail_df"]),
             metrics={
                 (str(row["key"]), str(row["metric"])): MetricNoise(
                     sigma=float(row["sigma"]),
@@ -149,6 +153,7 @@ def calibrate(documents: Sequence[ResultsDocument]) -> Calibration:
     factors = noise.round_factors(np.asarray([logs[key] for key in aligned]))
     machine = noise.Evidence.of(factors) if factors is not None else None
     metrics: dict[MetricKey, MetricNoise] = {}
+    tails: list[np.ndarray] = []
     for key, values in sorted(logs.items()):
         array = np.asarray(values)
         if factors is not None and key[1] in ("time", "throughput") and array.size == rounds:
@@ -160,6 +165,8 @@ def calibrate(documents: Sequence[ResultsDocument]) -> Calibration:
         df = int(array.size - len(levels))
         if df < 1:
             continue
+        if key[1] == "time":
+            tails.append(residuals)
         sigma = math.sqrt(float(np.sum((residuals - residuals.mean()) ** 2)) / df)
         metrics[key] = MetricNoise(
             sigma=sigma, df=df, levels=tuple(level - levels[0] for level in levels)
@@ -173,4 +180,5 @@ def calibrate(documents: Sequence[ResultsDocument]) -> Calibration:
         machine_sigma=math.sqrt(machine.var) if machine is not None else 0.0,
         machine_df=int(machine.df) if machine is not None else 0,
         metrics=metrics,
+        tail_df=noise.tail_df(tails),
     )

@@ -208,6 +208,8 @@ class History:
     runs: int
     #: The spread of the runs' machine factors (None with too little history).
     machine: Evidence | None
+    #: The runner's tail weight (`tail_df`) in these runs, None with too few of them.
+    tail: float | None = None
 
 
 def history_noise(runs: Sequence[Mapping[MetricKey, float]]) -> History:
@@ -244,4 +246,50 @@ def history_noise(runs: Sequence[Mapping[MetricKey, float]]) -> History:
         if found is not None:
             metrics[key] = found
     machine = Evidence.of(per_run) if len(timed) >= MIN_BENCHMARKS_FOR_COMMON else None
-    return History(metrics=metrics, residuals=residuals, runs=len(runs), machine=machine)
+    tail = tail_df([values for key, values in residuals.items() if key[1] == "time"])
+    return History(metrics=metrics, residuals=residuals, runs=len(runs), machine=machine, tail=tail)
+
+
+# Candidate tail weights for `tail_df`: from Cauchy-like to normal.
+_TAIL_GRID = (1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0, 60.0)
+# The fewest deviations a tail estimate is made from.
+MIN_TAIL_VALUES = 40
+
+
+def tail_df(groups: Sequence[np.ndarray]) -> float | None:
+    """The Student-t degrees of freedom that best describe a runner's run-to-run deviations.
+
+    Each group holds one benchmark's values (its runs' medians in history, its calibration
+    rounds); each gets its own location and scale, and the degrees of freedom, shared by the
+    runner, are chosen on a grid by profile likelihood. Heavy tails (a process that now and then
+    lands far off) are the runner's, not one benchmark's, and decide how far a CI must reach.
+    None with fewer than `MIN_TAIL_VALUES` values in groups of at least 6.
+    """
+    usable = [np.asarray(g, dtype=np.float64) for g in groups if len(g) >= 6]
+    if sum(g.size for g in usable) < MIN_TAIL_VALUES:
+        return None
+    best, best_ll = None, -math.inf
+    for nu in _TAIL_GRID:
+        ll = sum(_t_loglik(g, nu) for g in usable)
+        if ll > best_ll:
+            best, best_ll = nu, ll
+    return best
+
+
+def _t_loglik(values: np.ndarray, nu: float, iterations: int = 30) -> float:
+    """Maximised log-likelihood of `values` under a t(nu) with free location and scale (EM)."""
+    location = float(np.median(values))
+    scale2 = max(float(np.mean((values - location) ** 2)), 1e-12)
+    for _ in range(iterations):
+        z2 = (values - location) ** 2 / scale2
+        weights = (nu + 1) / (nu + z2)
+        location = float(np.sum(weights * values) / np.sum(weights))
+        scale2 = max(float(np.mean(weights * (values - location) ** 2)), 1e-12)
+    z2 = (values - location) ** 2 / scale2
+    per_value = (
+        special.gammaln((nu + 1) / 2)
+        - special.gammaln(nu / 2)
+        - 0.5 * math.log(nu * math.pi * scale2)
+        - (nu + 1) / 2 * np.log1p(z2 / nu)
+    )
+    return float(np.sum(per_value))

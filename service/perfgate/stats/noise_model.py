@@ -154,12 +154,19 @@ def build(
         drift = max(cross.var - predicted, 0.0)
 
     machine = _machine(factors, shape, history, calibration)
+    # How heavy the runner's tails are, from its history or calibration: the CI's t takes no
+    # more degrees of freedom than that, however much evidence the scale has. Unmeasured tails
+    # are not assumed (a t with few df and the false-discovery correction together would cost
+    # most of the power on ordinary noise; bench/eval_comparator.py measured it).
+    tail = history.tail or (calibration.tail_df if calibration is not None else None)
+    tail = tail or math.inf
     floors: dict[str, NoiseFloor] = {}
     for key in keys:
         process = moderated.get((key, "time"), prior)
         relative = process.var * shape.round_weight + drift
         total = relative + machine.var
         df = total**2 / (relative**2 / max(process.df, 1.0) + machine.var**2 / max(machine.df, 1.0))
+        df = min(df, tail)
         floors[key] = NoiseFloor(
             var=total,
             df=df,
@@ -217,9 +224,10 @@ def _machine(
         # Alternating rounds share the machine's drift; what is left is each round's own speed.
         per_round = noise.with_fallback(noise.pool([rounds, calibrated]), noise.DEFAULT_MACHINE)
         return Evidence(var=per_round.var * shape.round_weight, df=per_round.df)
-    # One side after the other: each job sits wherever the machine was at the time, which only
-    # history (whole runs' factors) or the calibration's rounds show; a job's own rounds show
-    # at least as much.
+    # One side after the other: each job sits wherever the machine was at the time, which the
+    # history's whole runs or the calibration's rounds show; a job's own rounds, back to back,
+    # show at least as much but not the drift between the jobs (taken as evidence, they let the
+    # recorded sets' sequential pairs raise 7-8% false alarms: docs/comparator.md).
     per_job = noise.with_fallback(noise.pool([history.machine, calibrated]), noise.DEFAULT_MACHINE)
     if rounds is not None and rounds.var > per_job.var:
         per_job = Evidence(var=rounds.var, df=min(rounds.df, per_job.df))
