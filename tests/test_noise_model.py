@@ -330,3 +330,19 @@ def test_the_runners_tails_are_learnt_from_its_history() -> None:
 
     # Heavy-tailed history: the same spread reaches further out.
     assert width(2.5) > 1.3 * width(None)
+
+
+def test_most_of_the_suite_slower_with_one_round_still_fails_the_gate() -> None:
+    # One round a side, no history: the machine's spread is the default's, with 3 df; the
+    # suite's median change still stands out when 8 of 13 benchmarks moved +25%.
+    fails = 0
+    for seed in range(20):
+        base, head = Suite(900 + seed, sd=0.03).sides(1, dict.fromkeys(range(8), 1.25))
+        comparison = compare_documents(base, head)
+        fails += comparison.has_regression()
+        assert not any(
+            r.verdict in ("regression", "improvement")
+            for r in comparison.results
+            if r.metric == "time" and int(r.key[1:]) >= 8
+        )
+    assert fails >= 17

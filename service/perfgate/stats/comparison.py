@@ -147,8 +147,12 @@ def _common_finding(
     values = np.asarray(list(differences.values()))
     log_ratio = float(np.median(values))
     relative = float(np.median([f.var - f.machine_var for f in floors.values()]))
-    var = machine.var + math.pi / 2 * relative / values.size
-    half = float(scipy_stats.t.ppf(0.975, max(machine.df, 1.0))) * math.sqrt(var)
+    relative_df = float(np.median([f.df for f in floors.values()]))
+    spread = math.pi / 2 * relative / values.size
+    var = machine.var + spread
+    # Welch-Satterthwaite: the machine's few degrees of freedom weigh by their share only.
+    df = var**2 / (machine.var**2 / max(machine.df, 1.0) + spread**2 / max(relative_df, 1.0))
+    half = float(scipy_stats.t.ppf(0.975, max(df, 1.0))) * math.sqrt(var)
     low, high = math.exp(log_ratio - half), math.exp(log_ratio + half)
     ratio = math.exp(log_ratio)
     threshold = settings.threshold
