@@ -1,7 +1,8 @@
 """Compare two sets of results documents (base and head) into one Comparison.
 
 Each side may hold several documents of the same commit: their rounds are pooled. `history`
-(medians of earlier base-branch runs, oldest first) sets per-benchmark noise floors.
+(medians of earlier base-branch runs on the same runner, oldest first) and `calibration` (the
+runner's calibration record) are evidence for each benchmark's noise (`noise_model`).
 """
 
 from __future__ import annotations

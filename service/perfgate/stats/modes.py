@@ -75,13 +75,6 @@ def _best_split(group: np.ndarray) -> tuple[float, int] | None:
     return best
 
 
-def nearest_level(value: float, levels: Sequence[float]) -> tuple[int, float]:
-    """The index of the level nearest `value` and the (log) distance to it."""
-    distances = [abs(value - level) for level in levels]
-    index = int(np.argmin(distances))
-    return index, distances[index]
-
-
 def within_levels(values: np.ndarray, levels: Sequence[float]) -> np.ndarray:
     """Each value minus its nearest level: the spread inside the levels."""
     if len(levels) <= 1:
