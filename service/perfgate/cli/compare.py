@@ -70,8 +70,9 @@ def command(
 
     A folder holds the results files of one commit (say, rounds measured alternately with the
     other side's); they are pooled like runs stored for the same commit. A commit may be a unique
-    prefix. With at least 5 earlier runs of the base branch in the store, each benchmark's
-    threshold rises to its own run-to-run noise.
+    prefix. Each benchmark's noise is learnt from the rounds compared, the store's earlier runs
+    of the base branch on the same runner (5 or more also raise its threshold to its run-to-run
+    spread) and the runner's calibration record (perfgate calibrate); see docs/comparator.md.
     """
     # Imported here: scipy costs a second, and `perfgate --help` should not pay it.
     from perfgate.stats.compare import CompareSettings
