@@ -107,10 +107,9 @@ def _time(comparison: Comparison) -> dict[str, Any]:
 def test_qn_is_a_consistent_scale_that_survives_a_moved_half() -> None:
     rng = np.random.default_rng(0)
     assert noise.qn_scale(rng.normal(0, 0.03, 4000)) == pytest.approx(0.03, rel=0.05)
-    # 7 of 13 benchmarks moved +25% together: the MAD sees the gap, Qn the spread inside.
+    # 7 of 13 benchmarks moved +25% together: Qn still measures the spread inside the groups.
     values = np.concatenate([rng.normal(0, 0.03, 6), rng.normal(0.22, 0.03, 7)])
     assert noise.qn_scale(values) < 0.07
-    assert 1.4826 * np.median(np.abs(values - np.median(values))) > 0.1 or True
 
 
 def test_fallback_counts_only_while_evidence_is_thin() -> None:

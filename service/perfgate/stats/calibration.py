@@ -36,7 +36,8 @@ class MetricNoise:
     #: Standard deviation of one round's log median inside its speed level.
     sigma: float
     df: int
-    #: Known speed levels as log offsets from the fastest (0.0 first); one entry for one level.
+    #: Known speed levels as log offsets from the lowest (0.0 first: the fastest for time, the
+    #: slowest for throughput); one entry for one level.
     levels: tuple[float, ...] = (0.0,)
 
 
