@@ -65,6 +65,7 @@ import numpy as np
 import anchors  # bench/ is on sys.path when this file is run as a script
 import noise_sim
 from perfgate.results import Benchmark, ResultsDocument, load_document
+from perfgate.stats.noise import PastRun
 
 if TYPE_CHECKING:
     from perfgate.stats.calibration import Calibration
@@ -151,6 +152,9 @@ class Setting:
     oracle_of: str | None = None
     #: Whether +50% of a steady benchmark must be found (one round a side, no history).
     steady_check: bool = False
+    #: Each benchmark's history holds a step of this size (the level before it this many
+    #: times higher or lower, at a random run of the middle half): history with a change point.
+    step: float = 0.0
 
     @property
     def width(self) -> int:
@@ -167,6 +171,16 @@ SETTINGS = (
     Setting("3 rounds sequential", "3seq", (0, 1, 2), (3, 4, 5)),
     Setting("3 rounds alternating", "3alt", (0, 2, 4), (1, 3, 5), gap=False),
     Setting("1 round + 24 history", "1+hist", (0,), (1,), history=24, power_target=False),
+    Setting(
+        "1 round + 24 history, +-30% step",
+        "1+step",
+        (0,),
+        (1,),
+        history=24,
+        power_target=False,
+        step=0.3,
+        oracle_of="1+hist",
+    ),
     Setting(
         "1 round + calibration",
         "1+cal",
@@ -209,7 +223,7 @@ class Pair:
 
     base: list[ResultsDocument]
     head: list[ResultsDocument]
-    history: list[dict[tuple[str, str], float]]
+    history: list[PastRun]
     calibration: Calibration | None = None
 
 
@@ -313,7 +327,7 @@ class SimSource(Source):
         return Pair(
             base=[_as_commit(docs[i], BASE_COMMIT) for i in base],
             head=[_as_commit(docs[i], HEAD_COMMIT) for i in head],
-            history=past,
+            history=_history(past, setting, rng),
             calibration=_calibrate([docs[i] for i in calibration]),
         )
 
@@ -423,7 +437,11 @@ class RecordedSource(Source):
         return Pair(
             base=[_as_commit(self.rounds[i], BASE_COMMIT) for i in base],
             head=[_as_commit(self.rounds[i], HEAD_COMMIT) for i in head],
-            history=[_medians(self.rounds[i]) for i in history],
+            history=_history(
+                [_medians(self.rounds[i]) for i in history],
+                setting,
+                np.random.default_rng([seed, noise_sim.stable_seed("step", self.name), index]),
+            ),
             calibration=_calibrate(
                 [self.rounds[i] for i in placement.calibration_indices(setting)]
             ),
@@ -435,6 +453,21 @@ class RecordedSource(Source):
             history, base, head = placement.indices(setting)
             rows.append(self.logs[[*history, *base, *head]])
         return np.asarray(rows)
+
+
+def _history(
+    medians: Sequence[dict[tuple[str, str], float]], setting: Setting, rng: np.random.Generator
+) -> list[PastRun]:
+    """History runs (a commit each), with `setting.step` put into each metric's history."""
+    runs = [dict(m) for m in medians]
+    if setting.step and runs:
+        for key in sorted({k for run in runs for k in run}):
+            at = int(rng.integers(len(runs) // 4, 3 * len(runs) // 4 + 1))
+            factor = (1 + setting.step) ** (1 if rng.random() < 0.5 else -1)
+            for run in runs[:at]:
+                if key in run:
+                    run[key] *= 1 / factor if key[1] == "throughput" else factor
+    return [PastRun(commit=f"{i + 1:040x}", medians=run) for i, run in enumerate(runs)]
 
 
 def _samples(document: ResultsDocument, key: str) -> list[np.ndarray]:
@@ -559,7 +592,9 @@ def _anchor_counts(pair: Pair, keys: Sequence[str]) -> dict[str, dict[str, int]]
         for key in keys:
             base = [s for d in pair.base for s in _samples(d, key)]
             head = [s for d in pair.head for s in _samples(d, key)]
-            history = [run[(key, "time")] for run in pair.history if (key, "time") in run] or None
+            history = [
+                run.medians[(key, "time")] for run in pair.history if (key, "time") in run.medians
+            ] or None
             tally["aa_results"] += 1
             tally["aa_alarms"] += rule(base, head, history) in ALARMS
             for effect in EFFECTS:
@@ -598,6 +633,7 @@ def oracle(source: Source, setting: Setting, *, seed: int, draws: int) -> dict[s
         }
         out.update({f"{rule}_{effect}": value for rule, value in rules.items()})
         out[f"power_{effect}"] = max(rules.values())
+        out[f"contract_{effect}"] = max(_contract(d, shift), _contract(adjusted, shift))
     if source.steady.any():
         steady = adjusted[:, source.steady]
         shift = math.log1p(0.5)
@@ -606,6 +642,28 @@ def oracle(source: Source, setting: Setting, *, seed: int, draws: int) -> dict[s
             _per_benchmark(steady, setting.allowed, shift),
         )
     return out
+
+
+# DESIGN's verdict rule: Benjamini-Hochberg at this alpha and the whole 95% CI beyond this.
+CONTRACT_ALPHA, CONTRACT_THRESHOLD = 0.05, 0.03
+
+
+def _contract(d: np.ndarray, shift: float) -> float:
+    """The best power of a rule that keeps DESIGN's verdict contract, knowing the A/A data.
+
+    A regression needs its 95% CI wholly beyond +3% and a Benjamini-Hochberg q below 0.05
+    (one changed benchmark among M: p below 0.05 / M). Knowing each benchmark's A/A
+    distribution of d exactly, the narrowest honest CI reaches that distribution's central
+    95% below the estimate and the smallest honest p is its tail beyond it; power is how often
+    a slowed d clears both. The oracle above spends a fixed false-alarm budget with no
+    threshold; this is the ceiling for any comparator that keeps the contract.
+    """
+    centred = d - np.median(d, axis=0)
+    spread = np.abs(centred)
+    half = np.quantile(spread, 0.95, axis=0)
+    cut = np.quantile(spread, 1 - CONTRACT_ALPHA / d.shape[1], axis=0)
+    moved = d + shift
+    return float(np.mean((moved - half > math.log1p(CONTRACT_THRESHOLD)) & (moved > cut)))
 
 
 def _per_benchmark(d: np.ndarray, allowed: float, shift: float) -> float:
@@ -673,6 +731,8 @@ class Row:
         bound = self.oracle.get(f"power_{target}")
         out["target_effect"] = target
         out["vs_oracle"] = out[f"power_{target}"] / bound if bound else None
+        contract = self.oracle.get(f"contract_{target}")
+        out["vs_contract"] = out[f"power_{target}"] / contract if contract else None
         anchor_out = {}
         for name in anchors.ANCHORS:
             tallies = [o["anchors"][name] for o in good]
@@ -742,14 +802,15 @@ def render(summaries: Sequence[Mapping[str, Any]]) -> str:
     }
     head = (
         "| data | setting | pairs | false alarms | +10% | +25% | +50% | oracle (effect) | "
-        "perfgate/oracle | 60% suite: fails / untouched changed | flag A/A | "
+        "perfgate/oracle | contract bound | perfgate/bound | "
+        "60% suite: fails / untouched changed | flag A/A | "
         + " | ".join(f"{label} FA / +25%" for label in short.values())
         + " |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for s in summaries:
         if not s["pairs"]:
-            lines.append(f"| {s['data']} | {s['setting']} | 0 ({s['errors']} errors) |" + " |" * 13)
+            lines.append(f"| {s['data']} | {s['setting']} | 0 ({s['errors']} errors) |" + " |" * 15)
             continue
         target = s["target_effect"]
         anchor_cells = [
@@ -757,10 +818,14 @@ def render(summaries: Sequence[Mapping[str, Any]]) -> str:
             for name in short
         ]
         ratio = "–" if s["vs_oracle"] is None else f"{s['vs_oracle']:.0%}"
+        contract = s.get("vs_contract")
+        bound = _pct(s["oracle"].get(f"contract_{target}"))
+        contract_cells = f"{bound} | {'–' if contract is None else f'{contract:.0%}'}"
         lines.append(
             f"| {s['data']} | {s['setting']} | {s['pairs']} | {s['false_alarms']:.1%} | "
             f"{s['power_0.1']:.1%} | {s['power_0.25']:.1%} | {s['power_0.5']:.1%} | "
             f"{_pct(s['oracle'].get(f'power_{target}'))} (+{target:.0%}) | {ratio} | "
+            f"{contract_cells} | "
             f"{s['suite_fails']:.0%} / {s['suite_untouched_changed']} | {s['flag_rate']:.1%} | "
             + " | ".join(anchor_cells)
             + " |"
@@ -940,9 +1005,11 @@ def main() -> None:
                 f"{row.oracle[f'per_benchmark_{e}']:.1%})"
                 for e in EFFECTS
             )
+            contract = ", ".join(f"+{e:.0%} {row.oracle[f'contract_{e}']:.1%}" for e in EFFECTS)
             print(
                 f"{row.source.name:16s} {row.setting.name:22s} {row.oracle['pairs']:5d} pairs, "
-                f"false alarms {row.setting.allowed:.0%}: {cells}"
+                f"false alarms {row.setting.allowed:.0%}: {cells}; under the verdict contract: "
+                f"{contract}"
             )
         return
     _SOURCES.update({s.name: s for s in sources})

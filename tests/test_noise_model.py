@@ -258,17 +258,16 @@ def test_a_big_change_the_ci_cannot_yet_separate_is_flagged_not_green() -> None:
     assert all(r.flag is None for r in compare_documents(base, head).results)
 
 
-def _history(suite: Suite, runs: int, slow_every: int = 0) -> list[dict[tuple[str, str], float]]:
+def _history(suite: Suite, runs: int, slow_every: int = 0) -> list[noise.PastRun]:
     out = []
     for i in range(runs):
         factors = {2: 1.3} if slow_every and i % slow_every == 0 else None
         document = suite.process(factors, commit="b" * 40)
-        out.append(
-            {
-                (b.key, "time"): float(np.median(b.metrics["time"].samples or [1.0]))
-                for b in document.benchmarks
-            }
-        )
+        medians = {
+            (b.key, "time"): float(np.median(b.metrics["time"].samples or [1.0]))
+            for b in document.benchmarks
+        }
+        out.append(noise.PastRun(commit=f"{i + 1:040x}", medians=medians))
     return out
 
 
@@ -316,12 +315,11 @@ def test_the_runners_tails_are_learnt_from_its_history() -> None:
         history = []
         for _ in range(24):
             draw = suite.rng.standard_t(tails, M) if tails else suite.rng.normal(0, 1, M)
-            history.append(
-                {
-                    (f"b{j}", "time"): float(suite.levels[j] * math.exp(0.02 * draw[j]))
-                    for j in range(M)
-                }
-            )
+            medians = {
+                (f"b{j}", "time"): float(suite.levels[j] * math.exp(0.02 * draw[j]))
+                for j in range(M)
+            }
+            history.append(noise.PastRun(commit="b" * 40, medians=medians))
         base, head = [suite.process(commit="a" * 40)], [suite.process(commit="c" * 40)]
         result = _time(compare_documents(base, head, history=history))["b0"]
         assert result.ci is not None
@@ -345,3 +343,90 @@ def test_most_of_the_suite_slower_with_one_round_still_fails_the_gate() -> None:
             if r.metric == "time" and int(r.key[1:]) >= 8
         )
     assert fails >= 17
+
+
+# --- history with a step (a change that landed on the base branch) --------------------------------
+
+
+def _stepped_history(suite: Suite, runs: int, *, at: int, key: int, step: float) -> list[Any]:
+    """`runs` main runs whose benchmark `key` runs `step` times slower from run `at` on."""
+    out = []
+    for i in range(runs):
+        document = suite.process({key: step} if i >= at else None, commit=f"{i + 1:040x}")
+        medians = {
+            (b.key, "time"): float(np.median(b.metrics["time"].samples or [1.0]))
+            for b in document.benchmarks
+        }
+        out.append(noise.PastRun(commit=f"{i + 1:02d}" + "f" * 38, medians=medians))
+    return out
+
+
+def test_a_step_in_history_is_a_change_of_level_not_noise() -> None:
+    # 24 main runs, b0 +30% from run 12 on; base and head at the new level.
+    suite = Suite(1100, sd=0.02)
+    history = _stepped_history(suite, 24, at=12, key=0, step=1.3)
+    past = noise.history_noise(history)
+    segment = past.current[("b0", "time")]
+    assert segment.runs == 12 and segment.since == "13" + "f" * 38
+    assert past.current[("b1", "time")].since is None  # the untouched ones keep all 24
+    assert past.metrics[("b0", "time")].sigma < 0.04  # spread inside the segments, not across
+
+    base = [suite.process({0: 1.3}, commit="a" * 40)]
+    at_level = _time(
+        compare_documents(base, [suite.process({0: 1.3}, commit="c" * 40)], history=history)
+    )
+    assert at_level["b0"].verdict != "regression"
+    slower = _time(
+        compare_documents(base, [suite.process({0: 1.3 * 1.15}, commit="c" * 40)], history=history)
+    )
+    assert slower["b0"].verdict == "regression", slower["b0"].reason
+    assert "last 12 runs, after the change at 13fffff" in slower["b0"].noise
+    assert "baseline: base and its 12 history runs" in slower["b0"].noise
+    assert slower["b0"].threshold == pytest.approx(0.03)  # the step did not raise it
+
+
+def test_a_step_in_history_would_have_blinded_the_benchmark() -> None:
+    # The same history read as one segment: the step's spread would set the threshold.
+    suite = Suite(1100, sd=0.02)
+    history = _stepped_history(suite, 24, at=12, key=0, step=1.3)
+    whole = noise.Evidence.of(np.log([run.medians[("b0", "time")] for run in history]))
+    assert whole is not None and math.expm1(whole.sigma) > 0.1
+
+
+def test_with_history_one_round_a_side_finds_10_percent_on_3_percent_noise() -> None:
+    # The baseline pools the base run with 24 runs of history: +10% on 3% noise is found about
+    # a third of the time (7 of these 20), where the base run alone (two single rounds) next to
+    # never does.
+    found_pooled = found_alone = 0
+    for seed in range(20):
+        suite = Suite(1200 + seed, sd=0.03)
+        history = _history(suite, 24)
+        base = [suite.process(commit="a" * 40)]
+        head = [suite.process({0: 1.10}, commit="c" * 40)]
+        found_pooled += _time(compare_documents(base, head, history=history))["b0"].verdict == (
+            "regression"
+        )
+        found_alone += _time(compare_documents(base, head))["b0"].verdict == "regression"
+    assert found_pooled >= 6 and found_alone <= 2, (found_pooled, found_alone)
+
+
+def test_a_base_run_off_the_branchs_level_makes_no_verdict_when_the_head_agrees() -> None:
+    suite = Suite(1300, sd=0.01)
+    history = _history(suite, 24)
+    base = [suite.process({3: 1.4}, commit="a" * 40)]  # the base run drew a slow process
+    head = [suite.process(commit="c" * 40)]
+    result = _time(compare_documents(base, head, history=history))["b3"]
+    assert result.verdict == "inconclusive"
+    assert "off the base branch's level in history" in result.reason
+
+
+def test_a_step_at_the_base_run_leaves_the_base_side_alone_and_says_so() -> None:
+    # Main's newest run is the first at a new level (+30%): one run cannot tell a step from an
+    # outlier, so history is evidence for the noise but not part of the baseline.
+    suite = Suite(1400, sd=0.01)
+    history = _history(suite, 24)
+    base = [suite.process({5: 1.3}, commit="a" * 40)]
+    head = [suite.process({5: 1.3}, commit="c" * 40)]
+    result = _time(compare_documents(base, head, history=history))["b5"]
+    assert result.verdict != "regression"
+    assert "baseline: the base side alone (it sits off history's level)" in result.noise

@@ -23,6 +23,7 @@ from perfgate.report.trend import mermaid_chart, sparkline
 from perfgate.results import parse_document
 from perfgate.stats.comparison import compare_documents
 from perfgate.stats.model import Comparison
+from perfgate.stats.noise import PastRun
 from perfgate.synthetic import synthetic_document
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -46,13 +47,19 @@ def _medians(document: dict[str, Any]) -> dict[tuple[str, str], float]:
 START = datetime(2026, 3, 1, tzinfo=timezone.utc)
 
 
-def _history(benchmarks: int = 16) -> list[dict[tuple[str, str], float]]:
-    """Medians of eight earlier main runs, oldest first (what the store's history gives)."""
+def _history(benchmarks: int = 16) -> list[PastRun]:
+    """Eight earlier main runs, oldest first (what the store's history gives)."""
     return [
-        _medians(
-            synthetic_document(
-                benchmarks=benchmarks, samples=30, seed=10 + i, started_at=START + timedelta(days=i)
-            )
+        PastRun(
+            commit=f"{i + 1:040x}",
+            medians=_medians(
+                synthetic_document(
+                    benchmarks=benchmarks,
+                    samples=30,
+                    seed=10 + i,
+                    started_at=START + timedelta(days=i),
+                )
+            ),
         )
         for i in range(8)
     ]

@@ -123,6 +123,8 @@ def _regression_details(result: MetricResult, base_branch: str | None) -> list[s
     if result.flag is not None:
         title += f" ({verdict_label(result)})"
     lines = [f"{title} {spark}".rstrip(), ""]
+    if result.noise:
+        lines += [f"Noise: {_cell(result.noise)}.", ""]
     ops = _ops(result)
     if ops:
         lines += ["Ops that moved most (self time per call):", "", *ops, ""]

@@ -60,6 +60,7 @@ def render_terminal(
         ("95% CI", "right"),
         ("verdict", "left"),
         ("reason", "left"),
+        ("noise (where it was learnt)", "left"),
     ):
         table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for result in severity_order(comparison.results):
@@ -74,6 +75,7 @@ def render_terminal(
             format_ci(raw_ci(result)),
             _verdict(result),
             _reason(result),
+            escape(result.noise or "—"),
         )
     console.print(table)
     hidden = comparison.summary()["unchanged"] if not show_unchanged else 0

@@ -185,6 +185,8 @@ def estimate_sampled(
     rng: np.random.Generator,
     base_factors: Sequence[float] | None = None,
     head_factors: Sequence[float] | None = None,
+    history_level: float | None = None,
+    history_runs: int = 0,
 ) -> SampledEstimate:
     """Ratio of medians with a CI that carries both within-run and between-run uncertainty.
 
@@ -198,6 +200,9 @@ def estimate_sampled(
     `base_factors` / `head_factors` are each round's own speed factor within its side (log,
     shared by all benchmarks of that round): the statistics divide them out, as the noise model
     does; the summaries show the samples as measured.
+
+    With `history_level` (log) of `history_runs` earlier base-branch runs, the baseline is the
+    base side's level pooled with it, each job counting once (`noise_model.Baseline`).
     """
     shown_base, shown_head = base_rounds, head_rounds
     base_rounds = without_round_factors(base_rounds, base_factors)
@@ -211,6 +216,9 @@ def estimate_sampled(
         point_logs = np.log(np.maximum([float(np.median(r)) for r in rounds], 1e-300))
         levels.append((side_level(point_logs, round_scale), side_level(logs, round_scale)))
     (base_point, base_boot), (head_point, head_boot) = levels
+    if history_level is not None and history_runs > 0:
+        base_point = (base_point + history_runs * history_level) / (history_runs + 1)
+        base_boot = (base_boot + history_runs * history_level) / (history_runs + 1)
     raw = head_boot - base_boot
     oriented = raw if direction == "lower" else -raw
     df = max(between_df, 1.0)

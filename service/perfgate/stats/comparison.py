@@ -41,7 +41,6 @@ from perfgate.stats.model import (
     SideSummary,
     Verdict,
 )
-from perfgate.stats.noise import MetricKey
 from perfgate.stats.noise_model import NoiseFloor
 
 DETERMINISTIC_METHODS = {"cuda_allocator"}
@@ -149,10 +148,12 @@ def _common_finding(
     log_ratio = float(np.median(values))
     relative = float(np.median([f.var - f.machine_var for f in floors.values()]))
     relative_df = float(np.median([f.df for f in floors.values()]))
+    # The machine's share of the typical difference (less where history pooled the baseline).
+    machine_var = float(np.median([f.machine_var for f in floors.values()]))
     spread = math.pi / 2 * relative / values.size
-    var = machine.var + spread
+    var = machine_var + spread
     # Welch-Satterthwaite: the machine's few degrees of freedom weigh by their share only.
-    df = var**2 / (machine.var**2 / max(machine.df, 1.0) + spread**2 / max(relative_df, 1.0))
+    df = var**2 / (machine_var**2 / max(machine.df, 1.0) + spread**2 / max(relative_df, 1.0))
     half = float(scipy_stats.t.ppf(0.975, max(df, 1.0))) * math.sqrt(var)
     low, high = math.exp(log_ratio - half), math.exp(log_ratio + half)
     ratio = math.exp(log_ratio)
@@ -176,7 +177,7 @@ def _common_finding(
         benchmarks=int(values.size),
         verdict=verdict,
         reason=reason,
-        noise=f"the machine's speed (±{math.expm1(math.sqrt(machine.var)):.1%} between the sides)",
+        noise=f"the machine's speed (±{math.expm1(math.sqrt(machine_var)):.1%} between the sides)",
     )
 
 
@@ -185,7 +186,7 @@ def compare_documents(
     head_docs: Sequence[ResultsDocument],
     *,
     settings: CompareSettings | None = None,
-    history: Sequence[Mapping[MetricKey, float]] = (),
+    history: Sequence[noise.PastRun] = (),
     calibration: Calibration | None = None,
     base_label: str | None = None,
     head_label: str | None = None,
@@ -222,7 +223,6 @@ def compare_documents(
         )
         for k in timed
     }
-    differences = {k: _median_log(steady[k][1]) - _median_log(steady[k][0]) for k in timed}
     shape = noise_model.SideShape(
         rounds_base=min((len(base[k].metrics["time"].rounds) for k in timed), default=1),
         rounds_head=min((len(head[k].metrics["time"].rounds) for k in timed), default=1),
@@ -231,6 +231,27 @@ def compare_documents(
         alternated=sides_alternated(base_docs, head_docs),
     )
     past = noise.history_noise(history)
+    # Sides one after the other: the base side is one job like each run of history, and the
+    # baseline is the base branch's current level, not one run of it.
+    baselines = {
+        k: found
+        for k in timed
+        if (
+            found := noise_model.history_baseline(
+                past.current.get((k, "time")), _median_log(steady[k][0]), shape
+            )
+        )
+        is not None
+    }
+    differences = {
+        k: _median_log(steady[k][1])
+        - (
+            float(baselines[k].pooled(_median_log(steady[k][0])))
+            if k in baselines
+            else _median_log(steady[k][0])
+        )
+        for k in timed
+    }
     floors, machine = noise_model.build(
         keys=timed,
         round_logs={k: (_round_logs(steady[k][0]), _round_logs(steady[k][1])) for k in timed},
@@ -239,8 +260,9 @@ def compare_documents(
         shape=shape,
         history=past,
         calibration=calibration,
+        baselines=baselines,
     )
-    default_floor = _default_floor(floors, machine)
+    default_floor = _default_floor(floors, machine.var * shape.weights(1.0)[1])
 
     results: list[MetricResult] = []
     pending: list[tuple[int, SampledEstimate, float, NoiseFloor]] = []
@@ -282,17 +304,20 @@ def compare_documents(
             elif bm.rounds and hm.rounds:
                 floor = floors.get(key, default_floor) if metric == "time" else default_floor
                 own_factors = metric == "time" and key in timed_set
+                baseline = baselines.get(key) if metric == "time" else None
                 estimate = estimate_sampled(
                     bm.rounds,
                     hm.rounds,
                     direction=bm.direction,
-                    between_var=floor.var,
+                    between_var=floor.scale2,
                     between_df=floor.df,
                     round_scale=floor.pooled_sigma,
                     settings=settings,
                     rng=rng,
                     base_factors=_listed(factors[0]) if own_factors else None,
                     head_factors=_listed(factors[1]) if own_factors else None,
+                    history_level=baseline.level if baseline else None,
+                    history_runs=baseline.runs if baseline else 0,
                 )
                 pending.append((len(results), estimate, _threshold(floor, settings), floor))
                 results.append(_plain(header, bm, hm, "inconclusive", ""))
@@ -309,8 +334,21 @@ def compare_documents(
                 estimate, q_value=float(q), threshold=threshold, alpha=settings.alpha
             )
             flag: Flag | None = None
+            prior = results[index]
             gap = noise_model.explained_by_levels(estimate.log_ratio, floor)
-            if verdict in ("regression", "improvement") and gap is not None:
+            base_off = _base_off_level(
+                prior.key, prior.metric, past=past, steady=steady, baselines=baselines, shape=shape
+            )
+            if verdict in ("regression", "improvement") and base_off is not None:
+                verdict, reason = (
+                    "inconclusive",
+                    (
+                        f"{estimate.ratio - 1:+.1%}, but the base run sits "
+                        f"{math.expm1(base_off):+.1%} off the base branch's level in history, "
+                        "where the head agrees with it"
+                    ),
+                )
+            elif verdict in ("regression", "improvement") and gap is not None:
                 verdict, reason = (
                     "inconclusive",
                     (
@@ -321,7 +359,6 @@ def compare_documents(
             elif verdict == "inconclusive" and possible_regression(estimate, threshold=threshold):
                 flag = POSSIBLE_REGRESSION
                 reason = f"possible regression: {reason}"
-            prior = results[index]
             b, h = base.get(prior.key), head.get(prior.key)
             results[index] = replace(
                 prior,
@@ -384,26 +421,56 @@ def _listed(factors: np.ndarray | None) -> list[float] | None:
     return None if factors is None else [float(v) for v in factors]
 
 
-def _default_floor(floors: Mapping[str, NoiseFloor], machine: noise.Evidence) -> NoiseFloor:
-    """The floor of a sampled metric with no timed benchmark behind it: the suite's typical one."""
+def _default_floor(floors: Mapping[str, NoiseFloor], machine_var: float) -> NoiseFloor:
+    """The floor of a sampled metric with no timed benchmark behind it: the suite's typical one.
+
+    Without timed benchmarks: the default process spread and `machine_var`, the machine's
+    share of a difference of the base side alone.
+    """
     if floors:
-        return sorted(floors.values(), key=lambda f: f.var)[len(floors) // 2]
+        typical = sorted(floors.values(), key=lambda f: f.var)[len(floors) // 2]
+        # Another metric's baseline is the base side alone, whatever the typical key's was.
+        return replace(typical, baseline_runs=0, alone_because=None)
     process = noise.DEFAULT_PROCESS
     return NoiseFloor(
-        var=2 * process.var + machine.var,
+        var=2 * process.var + machine_var,
         df=process.df,
         process_sigma=process.sigma,
-        machine_var=machine.var,
+        machine_var=machine_var,
         sources=("default",),
     )
+
+
+def _base_off_level(
+    key: str,
+    metric: str,
+    *,
+    past: noise.History,
+    steady: Mapping[str, tuple[list[np.ndarray], ...]],
+    baselines: Mapping[str, noise_model.Baseline],
+    shape: noise_model.SideShape,
+) -> float | None:
+    """How far the base run sits off history's current level when the head agrees with it.
+
+    Then the difference is the base run's excursion (a slow process, another speed level),
+    not the head's change; None otherwise.
+    """
+    if metric != "time" or key in baselines or key not in steady or shape.alternated:
+        return None
+    segment = past.current.get((key, "time"))
+    base_log, head_log = _median_log(steady[key][0]), _median_log(steady[key][1])
+    gap = noise_model.off_level(segment, base_log)
+    if gap is None or noise_model.off_level(segment, head_log) is not None:
+        return None
+    return gap
 
 
 def _levels_text(floor: NoiseFloor) -> str:
     return " / ".join(f"{math.exp(v):.2f}x" for v in floor.levels)
 
 
-def _history_of(history: Sequence[Mapping[MetricKey, float]], key: str, metric: str) -> list[float]:
-    return [run[(key, metric)] for run in history if (key, metric) in run]
+def _history_of(history: Sequence[noise.PastRun], key: str, metric: str) -> list[float]:
+    return [run.medians[(key, metric)] for run in history if (key, metric) in run.medians]
 
 
 def _attribution(base: _Bench | None, head: _Bench | None) -> list[OpDelta]:

@@ -17,12 +17,16 @@ for a comparison with (almost) no evidence of its own: it is never a floor.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import special
+
+from perfgate.stats.changepoints import detect_change_points
+from perfgate.stats.modes import speed_levels
 
 MetricKey = tuple[str, str]
 
@@ -198,34 +202,76 @@ def _trigamma_inverse(y: float) -> float:
 
 
 @dataclass(frozen=True)
-class History:
-    """What earlier runs of the base branch say about noise."""
+class PastRun:
+    """One earlier run of the base branch: its commit and each sampled metric's median."""
 
-    #: Per metric: the variance of a run's log median after its machine factor, with df.
+    commit: str
+    medians: Mapping[MetricKey, float]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A metric's current level in history: the runs after its last change point (or all).
+
+    A step in history (a change that landed on the base branch) is not noise: the spread is
+    measured inside segments, and the baseline is the current segment's level.
+    """
+
+    #: The raw log medians of the segment's runs, oldest first (the machine's speed included).
+    raw: np.ndarray
+    #: The same after each run's machine factor.
+    residuals: np.ndarray
+    #: The commit of the segment's first run when a change point starts it, else None.
+    since: str | None
+
+    @property
+    def runs(self) -> int:
+        return int(self.raw.size)
+
+    def describe(self) -> str:
+        if self.since is None:
+            return f"history of {self.runs} runs"
+        return f"history: last {self.runs} runs, after the change at {self.since[:7]}"
+
+
+@dataclass(frozen=True)
+class History:
+    """What earlier runs of the base branch say about noise, and where each metric's level is."""
+
+    #: Per metric: the spread of a run's log median after its machine factor, inside segments.
     metrics: dict[MetricKey, Evidence]
-    #: Per metric: the run medians after their machine factor, oldest first (process modes).
-    residuals: dict[MetricKey, np.ndarray]
+    #: Per metric: each segment's run medians after their machine factor, oldest first.
+    segments: dict[MetricKey, list[np.ndarray]]
+    #: Per metric: the current segment (the level the base branch is at now).
+    current: dict[MetricKey, Segment]
     runs: int
     #: The spread of the runs' machine factors (None with too little history).
     machine: Evidence | None
     #: The runner's tail weight (`tail_df`) in these runs, None with too few of them.
     tail: float | None = None
+    #: Each metric's own tail weight, shrunk towards the runner's (`tail_dfs`).
+    tails: dict[MetricKey, float] = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, runs: int = 0) -> History:
+        return cls(metrics={}, segments={}, current={}, runs=runs, machine=None)
 
 
-def history_noise(runs: Sequence[Mapping[MetricKey, float]]) -> History:
-    """Per-metric noise from the medians of earlier base-branch runs (oldest first).
+def history_noise(runs: Sequence[PastRun]) -> History:
+    """Per-metric noise and current level from the medians of earlier base-branch runs.
 
     Each run's machine factor (the median over its timed benchmarks of how far they sat from
     their own median over the runs) is taken out before a benchmark's spread is measured, and is
-    itself the evidence for how far whole runs move.
+    itself the evidence for how far whole runs move. Each metric's residuals are then cut at its
+    change points (`segments`): a step is a change of level, not spread.
     """
     if len(runs) < MIN_HISTORY_RUNS:
-        return History(metrics={}, residuals={}, runs=len(runs), machine=None)
-    keys = sorted({key for run in runs for key in run})
+        return History.empty(len(runs))
+    keys = sorted({key for run in runs for key in run.medians})
     logs = np.full((len(runs), len(keys)), np.nan)
     for i, run in enumerate(runs):
         for j, key in enumerate(keys):
-            value = run.get(key)
+            value = run.medians.get(key)
             if value is not None and value > 0:
                 logs[i, j] = math.log(value)
     deviations = logs - np.nanmedian(logs, axis=0)
@@ -234,20 +280,61 @@ def history_noise(runs: Sequence[Mapping[MetricKey, float]]) -> History:
     if len(timed) >= MIN_BENCHMARKS_FOR_COMMON:
         per_run = np.nan_to_num(np.nanmedian(deviations[:, timed], axis=1))
     metrics: dict[MetricKey, Evidence] = {}
-    residuals: dict[MetricKey, np.ndarray] = {}
+    segments: dict[MetricKey, list[np.ndarray]] = {}
+    current: dict[MetricKey, Segment] = {}
+    commits = [run.commit for run in runs]
     for j, key in enumerate(keys):
         sign = -1.0 if key[1] == "throughput" else 1.0
-        column = logs[:, j] - sign * per_run
-        column = column[~np.isnan(column)]
-        if column.size < MIN_HISTORY_RUNS:
+        present = np.flatnonzero(~np.isnan(logs[:, j]))
+        if present.size < MIN_HISTORY_RUNS:
             continue
-        residuals[key] = column
-        found = Evidence.of(column)
+        raw = logs[present, j]
+        residuals = raw - sign * per_run[present]
+        start = current_segment_start(residuals)
+        cuts = [0, *([start] if start else []), residuals.size]
+        parts = [residuals[a:b] for a, b in itertools.pairwise(cuts)]
+        segments[key] = parts
+        current[key] = Segment(
+            raw=raw[start:],
+            residuals=residuals[start:],
+            since=commits[int(present[start])] if start else None,
+        )
+        found = pool(Evidence.of(part) for part in parts)
         if found is not None:
             metrics[key] = found
     machine = Evidence.of(per_run) if len(timed) >= MIN_BENCHMARKS_FOR_COMMON else None
-    tail = tail_df([values for key, values in residuals.items() if key[1] == "time"])
-    return History(metrics=metrics, residuals=residuals, runs=len(runs), machine=machine, tail=tail)
+    timed_segments = {key: parts for key, parts in segments.items() if key[1] == "time"}
+    tail = tail_df([part for parts in timed_segments.values() for part in parts])
+    return History(
+        metrics=metrics,
+        segments=segments,
+        current=current,
+        runs=len(runs),
+        machine=machine,
+        tail=tail,
+        tails=tail_dfs(timed_segments) if tail is not None else {},
+    )
+
+
+def current_segment_start(residuals: np.ndarray) -> int:
+    """Where a metric's current level starts in its history (0: no step in it).
+
+    The last change point (`detect_change_points`), unless what it cut off is a process mode
+    rather than a step: when the runs after it still land in two of the history's speed levels,
+    the levels alternate and the whole history is one segment.
+    """
+    if residuals.size < 2 * MIN_HISTORY_RUNS:
+        return 0
+    points = detect_change_points(residuals, min_size=MIN_HISTORY_RUNS)
+    if not points:
+        return 0
+    start = points[-1]
+    levels = np.asarray(speed_levels(residuals))
+    if levels.size > 1:
+        after = np.argmin(np.abs(residuals[start:, None] - levels[None, :]), axis=1)
+        if np.unique(after).size > 1:
+            return 0
+    return start
 
 
 # Candidate tail weights for `tail_df`: from Cauchy-like to normal.
@@ -274,6 +361,26 @@ def tail_df(groups: Sequence[np.ndarray]) -> float | None:
         if ll > best_ll:
             best, best_ll = nu, ll
     return best
+
+
+def tail_dfs(groups: Mapping[MetricKey, Sequence[np.ndarray]]) -> dict[MetricKey, float]:
+    """Each metric's tail weight: its own profile likelihood with the runner's as a prior.
+
+    One benchmark whose processes now and then land far off does not make every benchmark of
+    the runner heavy-tailed: each metric's t df maximises its own log-likelihood (its segments
+    of at least 6 values) plus the runner's average one, a prior worth one metric's data, so a
+    metric with little to say takes the runner's weight and one with clear tails (or clearly
+    none) keeps its own.
+    """
+    tables = {
+        key: np.asarray([sum(_t_loglik(g, nu) for g in parts if len(g) >= 6) for nu in _TAIL_GRID])
+        for key, parts in groups.items()
+        if any(len(g) >= 6 for g in parts)
+    }
+    if not tables:
+        return {}
+    prior = np.mean(list(tables.values()), axis=0)
+    return {key: _TAIL_GRID[int(np.argmax(table + prior))] for key, table in tables.items()}
 
 
 def _t_loglik(values: np.ndarray, nu: float, iterations: int = 30) -> float:

@@ -27,6 +27,7 @@ import numpy as np
 
 from perfgate.stats import noise
 from perfgate.stats.calibration import Calibration
+from perfgate.stats.compare import side_level
 from perfgate.stats.modes import speed_levels, within_offsets
 from perfgate.stats.noise import Evidence, MetricKey
 
@@ -51,6 +52,18 @@ class NoiseFloor:
     history_sigma: float | None = None
     #: Known speed levels (log offsets from the fastest) when it has more than one.
     levels: tuple[float, ...] = ()
+    #: `var` times this is the squared scale of the t (`df`) that the difference follows: below
+    #: 1 when the runner's learnt heavy tails, not the estimate's degrees of freedom, set `df`.
+    tail_factor: float = 1.0
+    #: History runs pooled with the base side into the baseline (0: the base side alone).
+    baseline_runs: int = 0
+    #: Why the base side stands alone although there is history, if it does.
+    alone_because: str | None = None
+
+    @property
+    def scale2(self) -> float:
+        """The squared scale of the t with `df` degrees of freedom that the difference follows."""
+        return self.var * self.tail_factor
 
     def describe(self) -> str:
         text = f"±{math.expm1(self.process_sigma):.1%} a process ({', '.join(self.sources)})"
@@ -58,6 +71,10 @@ class NoiseFloor:
             text += f"; machine ±{math.expm1(math.sqrt(self.machine_var)):.1%}"
         if len(self.levels) > 1:
             text += "; speed levels " + " / ".join(f"{math.exp(v):.2f}x" for v in self.levels)
+        if self.baseline_runs:
+            text += f"; baseline: base and its {self.baseline_runs} history runs"
+        elif self.alone_because:
+            text += f"; baseline: the base side alone ({self.alone_because})"
         return text
 
 
@@ -90,6 +107,83 @@ class SideShape:
     def job_weight(self) -> float:
         return 1.0 / self.jobs_base + 1.0 / self.jobs_head
 
+    def weights(self, base_share: float) -> tuple[float, float]:
+        """Var(d) over a round's variance and over a job's machine variance.
+
+        `base_share` scales the base side's part: 1 for the base side alone, less when history
+        runs are pooled into the baseline (`Baseline.base_share`).
+        """
+        rounds = level_variance(self.rounds_head) + level_variance(self.rounds_base) * base_share
+        if self.alternated:
+            return rounds, rounds
+        return rounds, 1.0 / self.jobs_head + base_share / self.jobs_base
+
+
+# The base side's level is pooled with history's only when it sits within this many of the
+# history's job-to-job spreads of the current level: further off, the base run either drew an
+# outlier or is the first run of a new level, and one run cannot tell which.
+BASELINE_AGREEMENT = 3.0
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A benchmark's baseline: the base side's level pooled with history's current level.
+
+    When the sides ran one after the other, the base side is one job like each run in history:
+    the baseline is their average, each job counting once (the history's part a Huber location
+    of its current segment, so one outlying run cannot carry it).
+    """
+
+    level: float
+    runs: int
+    segment: noise.Segment
+
+    @property
+    def base_share(self) -> float:
+        """Var(baseline) over Var(one job's level): (1 + n·HUBER) / (n + 1)²."""
+        n = self.runs
+        return (1.0 + n * HUBER_FACTOR) / (n + 1) ** 2
+
+    def pooled(self, base_level: float | np.ndarray) -> float | np.ndarray:
+        """The baseline from the base side's level (log): (base + n · history) / (n + 1)."""
+        return (base_level + self.runs * self.level) / (self.runs + 1)
+
+
+def history_baseline(
+    segment: noise.Segment | None, base_level: float, shape: SideShape
+) -> Baseline | None:
+    """The pooled baseline of one benchmark, or None when the base side must stand alone.
+
+    Alone when the sides alternated (their rounds share the machine's drift, which history's
+    runs do not), when the current segment is shorter than `MIN_HISTORY_RUNS`, or when the base
+    sits more than `BASELINE_AGREEMENT` job spreads from it.
+    """
+    if shape.alternated or segment is None or segment.runs < noise.MIN_HISTORY_RUNS:
+        return None
+    level, spread = segment_level(segment)
+    if abs(base_level - level) > BASELINE_AGREEMENT * spread:
+        return None
+    return Baseline(level=level, runs=segment.runs, segment=segment)
+
+
+def segment_level(segment: noise.Segment) -> tuple[float, float]:
+    """The current segment's level and job-to-job spread (log): Huber location, Qn scale."""
+    spread = noise.qn_scale(segment.raw)
+    return float(side_level(segment.raw, spread)), spread
+
+
+def off_level(segment: noise.Segment | None, value: float) -> float | None:
+    """How far (log) `value` sits from history's current level, if beyond its agreement.
+
+    None when it agrees (within `BASELINE_AGREEMENT` job spreads) or there is too little
+    history to say.
+    """
+    if segment is None or segment.runs < noise.MIN_HISTORY_RUNS:
+        return None
+    level, spread = segment_level(segment)
+    gap = value - level
+    return gap if abs(gap) > BASELINE_AGREEMENT * spread else None
+
 
 def build(
     *,
@@ -100,12 +194,17 @@ def build(
     shape: SideShape,
     history: noise.History,
     calibration: Calibration | None,
+    baselines: Mapping[str, Baseline] | None = None,
 ) -> tuple[dict[str, NoiseFloor], Evidence]:
     """Every timed key's noise floor, and the machine's shared variance of the comparison.
 
     `round_logs` holds each key's base and head round log medians (machine factors already
-    divided out); `differences` each key's d_j; `factors` each side's round factors.
+    divided out); `differences` each key's d_j (against its baseline); `factors` each side's
+    round factors; `baselines` the keys whose baseline pools history (`history_baseline`).
     """
+    baselines = baselines or {}
+    share = {key: baselines[key].base_share if key in baselines else 1.0 for key in keys}
+    weights = {key: shape.weights(share[key]) for key in keys}
     levels = {key: _known_levels(key, history, calibration) for key in keys}
     own: dict[MetricKey, Evidence] = {}
     sources: dict[str, list[str]] = {key: [] for key in keys}
@@ -117,15 +216,14 @@ def build(
         if rounds is not None:
             pieces.append(rounds)
             sources[key].append("rounds")
-        past = history.residuals.get((key, "time"))
-        if past is not None:
-            found = _within(past, levels[key])
-            if found is not None:
-                history_sigma[key] = found.sigma
-                # A history run is a job of `rounds_base` rounds: its median's variance is a
-                # round's divided by that, so the per-round figure is the job's times it.
-                pieces.append(Evidence(var=found.var * shape.rounds_base, df=found.df))
-                sources[key].append(f"history of {history.runs} runs")
+        parts = history.segments.get((key, "time"), [])
+        found = noise.pool(_within(part, levels[key]) for part in parts)
+        if found is not None:
+            history_sigma[key] = found.sigma
+            # A history run is a job of `rounds_base` rounds: its median's variance is a
+            # round's divided by that, so the per-round figure is the job's times it.
+            pieces.append(Evidence(var=found.var * shape.rounds_base, df=found.df))
+            sources[key].append(history.current[(key, "time")].describe())
         if calibration is not None:
             entry = calibration.metrics.get((key, "time"))
             if entry is not None:
@@ -135,9 +233,10 @@ def build(
         if found is not None:
             own[(key, "time")] = found
 
+    typical_weight = float(np.median([w for w, _ in weights.values()])) if keys else 1.0
     cross = noise.cross_section([differences[key] for key in keys])
     per_round_cross = (
-        Evidence(var=cross.var / shape.round_weight, df=cross.df) if cross is not None else None
+        Evidence(var=cross.var / typical_weight, df=cross.df) if cross is not None else None
     )
     fallback = noise.with_fallback(per_round_cross, noise.DEFAULT_PROCESS)
     moderated, prior = noise.moderated(own, fallback)
@@ -147,37 +246,65 @@ def build(
         else ("cross-section" if per_round_cross is not None else "default")
     )
     # Drift the rounds cannot see when the sides ran one after the other: the benchmarks
-    # disagree with each other more than their rounds predict. Alternating sides share it.
+    # disagree with each other more than their rounds predict. Alternating sides share it, and
+    # a benchmark with history has it measured (below).
     drift = 0.0
     if own and cross is not None and not shape.alternated:
-        predicted = float(np.median([e.var for e in moderated.values()])) * shape.round_weight
+        predicted = float(
+            np.median([moderated.get((k, "time"), prior).var * weights[k][0] for k in keys])
+        )
         drift = max(cross.var - predicted, 0.0)
 
     machine = _machine(factors, shape, history, calibration)
-    # How heavy the runner's tails are, from its history or calibration: the CI's t takes no
-    # more degrees of freedom than that, however much evidence the scale has. Unmeasured tails
+    # How heavy the tails are (each benchmark's from history, shrunk towards the runner's; else
+    # the runner's from calibration): the CI's t takes no more degrees of freedom than that,
+    # however much evidence the scale has. Unmeasured tails
     # are not assumed (a t with few df and the false-discovery correction together would cost
     # most of the power on ordinary noise; bench/eval_comparator.py measured it).
-    tail = history.tail or (calibration.tail_df if calibration is not None else None)
-    tail = tail or math.inf
+    runner_tail = history.tail or (calibration.tail_df if calibration is not None else None)
     floors: dict[str, NoiseFloor] = {}
     for key in keys:
+        tail = history.tails.get((key, "time"), runner_tail) or math.inf
         process = moderated.get((key, "time"), prior)
-        relative = process.var * shape.round_weight + drift
-        total = relative + machine.var
-        df = total**2 / (relative**2 / max(process.df, 1.0) + machine.var**2 / max(machine.df, 1.0))
-        df = min(df, tail)
+        round_weight, machine_weight = weights[key]
+        # History's runs are separate jobs: their spread already holds the drift between jobs.
+        relative = process.var * round_weight + (0.0 if key in history_sigma else drift)
+        machine_var = machine.var * machine_weight
+        total = relative + machine_var
+        df = total**2 / (relative**2 / max(process.df, 1.0) + machine_var**2 / max(machine.df, 1.0))
         floors[key] = NoiseFloor(
             var=total,
-            df=df,
+            df=min(df, tail),
             process_sigma=process.sigma,
-            machine_var=machine.var,
+            machine_var=machine_var,
             sources=tuple(sources[key]) or (prior_source,),
             pooled_sigma=min(prior.sigma, process.sigma),
             history_sigma=history_sigma.get(key),
             levels=tuple(v - levels[key][0] for v in levels[key]) if len(levels[key]) > 1 else (),
+            tail_factor=tail_factor(tail) if tail < df else 1.0,
+            baseline_runs=baselines[key].runs if key in baselines else 0,
+            # Segments hold at least MIN_HISTORY_RUNS runs: a segment that did not join the
+            # baseline of sides one after the other disagreed with the base side.
+            alone_because="it sits off history's level"
+            if (key, "time") in history.current and key not in baselines and not shape.alternated
+            else None,
         )
     return floors, machine
+
+
+# Below this many degrees of freedom a t's variance says little of its scale (infinite at 2).
+MIN_TAIL_FOR_SCALE = 3.0
+
+
+def tail_factor(tail: float) -> float:
+    """The squared scale of a t with `tail` df over its variance: (ν - 2) / ν.
+
+    The variance estimates (sample variances of runs that include the tails' far values) are
+    the t's variance, not its scale; a t of the runner's tail weight on them would count the
+    tails twice. Below `MIN_TAIL_FOR_SCALE` df the factor stays at that value's.
+    """
+    nu = max(tail, MIN_TAIL_FOR_SCALE)
+    return (nu - 2.0) / nu
 
 
 def _within(values: np.ndarray, levels: Sequence[float]) -> Evidence | None:
@@ -195,9 +322,9 @@ def _within(values: np.ndarray, levels: Sequence[float]) -> Evidence | None:
 
 def _known_levels(key: str, history: noise.History, calibration: Calibration | None) -> list[float]:
     """The benchmark's speed levels (log offsets, ascending, the fastest first) seen so far."""
-    past = history.residuals.get((key, "time"))
+    past = history.current.get((key, "time"))
     if past is not None:
-        found = speed_levels(past)
+        found = speed_levels(past.residuals)
         if len(found) > 1:
             return [v - found[0] for v in found]
     if calibration is not None:
@@ -213,7 +340,10 @@ def _machine(
     history: noise.History,
     calibration: Calibration | None,
 ) -> Evidence:
-    """The variance the machine's speed adds to every benchmark's difference, with its df."""
+    """The machine's speed variance with its df: a round's when the sides alternated, else a job's.
+
+    `SideShape.weights` turns it into what it adds to a benchmark's difference.
+    """
     rounds = noise.pool(Evidence.of(f) if f is not None else None for f in factors)
     calibrated = (
         Evidence(var=calibration.machine_sigma**2, df=calibration.machine_df)
@@ -222,8 +352,7 @@ def _machine(
     )
     if shape.alternated:
         # Alternating rounds share the machine's drift; what is left is each round's own speed.
-        per_round = noise.with_fallback(noise.pool([rounds, calibrated]), noise.DEFAULT_MACHINE)
-        return Evidence(var=per_round.var * shape.round_weight, df=per_round.df)
+        return noise.with_fallback(noise.pool([rounds, calibrated]), noise.DEFAULT_MACHINE)
     # One side after the other: each job sits wherever the machine was at the time, which the
     # history's whole runs or the calibration's rounds show; a job's own rounds, back to back,
     # show at least as much but not the drift between the jobs (taken as evidence, they let the
@@ -231,7 +360,7 @@ def _machine(
     per_job = noise.with_fallback(noise.pool([history.machine, calibrated]), noise.DEFAULT_MACHINE)
     if rounds is not None and rounds.var > per_job.var:
         per_job = Evidence(var=rounds.var, df=min(rounds.df, per_job.df))
-    return Evidence(var=per_job.var * shape.job_weight, df=per_job.df)
+    return per_job
 
 
 def explained_by_levels(log_ratio: float, floor: NoiseFloor) -> float | None:

@@ -20,6 +20,7 @@ from perfgate.stats.calibration import Calibration
 from perfgate.stats.compare import CompareSettings
 from perfgate.stats.comparison import compare_documents
 from perfgate.stats.model import Comparison
+from perfgate.stats.noise import PastRun
 from perfgate.store import queries
 from perfgate.store.calibrations import latest_calibration
 from perfgate.store.documents import rebuild_document
@@ -106,9 +107,7 @@ def resolve_side(
     raise NotFoundError(f"{ref!r} is neither a results file nor a commit or branch in the store")
 
 
-def history_for(
-    sessions: sessionmaker[Session], *, base: Side
-) -> list[dict[tuple[str, str], float]]:
+def history_for(sessions: sessionmaker[Session], *, base: Side) -> list[PastRun]:
     """Medians of the base branch's earlier runs on the base's runner class, for the noise model."""
     first = base.documents[0]
     if not first.run.branch:
@@ -146,15 +145,16 @@ def compare_sides(
     head: Side,
     *,
     settings: CompareSettings,
-    history: list[dict[tuple[str, str], float]],
+    history: list[PastRun],
     calibration: Calibration | None = None,
 ) -> Comparison:
     warnings = [*base.warnings, *head.warnings]
     if len(history) >= 5:
         warnings.append(
             f"noise model: {len(history)} earlier runs of {base.documents[0].run.branch} on this "
-            "runner are evidence for each benchmark's noise, and set its threshold to at least "
-            "its run-to-run spread"
+            "runner are evidence for each benchmark's noise and, with the sides measured one "
+            "after the other, part of its baseline (the runs since its last change point); its "
+            "threshold is at least its run-to-run spread"
         )
     if calibration is not None:
         warnings.append(

@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from perfgate.errors import InputError, NotFoundError
+from perfgate.stats.noise import PastRun
 from perfgate.store import models
 
 
@@ -103,8 +104,8 @@ def history_medians(
     exclude: Sequence[str] = (),
     fingerprint: str | None = None,
     limit: int = 30,
-) -> list[dict[tuple[str, str], float]]:
-    """Per-run medians of every sampled metric for the last `limit` runs of `branch`, oldest first.
+) -> list[PastRun]:
+    """Each of the last `limit` runs of `branch`, oldest first: its commit and sampled medians.
 
     What the comparator's history noise model needs; reads only summary columns. With
     `fingerprint`, only runs measured on that runner class count: another machine's noise is
@@ -119,7 +120,11 @@ def history_medians(
     if fingerprint is not None:
         query = query.join(models.Environment, models.Environment.id == models.Run.environment_id)
         query = query.where(models.Environment.fingerprint == fingerprint)
-    run_ids = list(session.scalars(query.order_by(models.Run.started_at.desc()).limit(limit)))
+    found = session.execute(
+        query.add_columns(models.Run.commit).order_by(models.Run.started_at.desc()).limit(limit)
+    ).all()
+    commits: dict[str, str] = {row[0]: row[1] for row in found}
+    run_ids = list(commits)
     if not run_ids:
         return []
     rows = session.execute(
@@ -135,4 +140,6 @@ def history_medians(
     per_run: dict[str, dict[tuple[str, str], float]] = {run_id: {} for run_id in run_ids}
     for run_id, key, metric, median in rows:
         per_run[run_id][(key, metric)] = median
-    return [per_run[run_id] for run_id in reversed(run_ids)]
+    return [
+        PastRun(commit=commits[run_id], medians=per_run[run_id]) for run_id in reversed(run_ids)
+    ]
