@@ -430,3 +430,18 @@ def test_a_step_at_the_base_run_leaves_the_base_side_alone_and_says_so() -> None
     result = _time(compare_documents(base, head, history=history))["b5"]
     assert result.verdict != "regression"
     assert "baseline: the base side alone (it sits off history's level)" in result.noise
+
+
+def test_a_step_three_runs_ago_is_left_out_of_the_noise_and_the_baseline() -> None:
+    # Too few runs since the step for a level: the base side stands alone and says why, and
+    # the step's runs do not widen the benchmark's spread.
+    suite = Suite(1500, sd=0.01)
+    history = _stepped_history(suite, 24, at=21, key=4, step=1.3)
+    past = noise.history_noise(history)
+    assert past.current[("b4", "time")].runs == 3
+    assert past.metrics[("b4", "time")].sigma < 0.02
+    base = [suite.process({4: 1.3}, commit="a" * 40)]
+    head = [suite.process({4: 1.3 * 1.15}, commit="c" * 40)]
+    result = _time(compare_documents(base, head, history=history))["b4"]
+    assert result.verdict == "regression", result.reason
+    assert "last 3 runs, after the change at 22fffff: too few for a level" in result.noise

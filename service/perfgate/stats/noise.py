@@ -316,19 +316,70 @@ def history_noise(runs: Sequence[PastRun]) -> History:
     )
 
 
+# A step fewer than MIN_HISTORY_RUNS runs ago is too short for the change-point detector; the
+# last few runs all this many spreads off the level before them, on one side, are one.
+RECENT_STEP_SPREADS = 3.0
+
+
+def _recent_step(residuals: np.ndarray) -> int:
+    """Where a step of the last 2 to MIN_HISTORY_RUNS - 1 runs starts, or 0 without one.
+
+    Too short a segment to be a level, but its runs are not noise of the level before either:
+    left in, they would widen every CI exactly while a team watches the benchmark.
+    """
+    for k in range(MIN_HISTORY_RUNS - 1, 1, -1):
+        before, after = residuals[:-k], residuals[-k:]
+        if before.size < MIN_HISTORY_RUNS:
+            continue
+        level, spread = float(np.median(before)), qn_scale(before)
+        gaps = after - level
+        far = bool(np.all(np.abs(gaps) > RECENT_STEP_SPREADS * spread))
+        if far and np.unique(np.sign(gaps)).size == 1 and not _known_level(before, after):
+            return int(residuals.size - k)
+    return 0
+
+
+def _known_level(before: np.ndarray, after: np.ndarray) -> bool:
+    """Whether the runs `after` sit in a speed level that runs `before` already visited."""
+    values = np.concatenate([before, after])
+    levels = np.asarray(speed_levels(values))
+    if levels.size < 2:
+        return False
+    nearest = np.argmin(np.abs(values[:, None] - levels[None, :]), axis=1)
+    return bool(np.isin(nearest[before.size :], nearest[: before.size]).all())
+
+
 def current_segment_start(residuals: np.ndarray) -> int:
     """Where a metric's current level starts in its history (0: no step in it).
 
     The last change point (`detect_change_points`), unless what it cut off is a process mode
     rather than a step: when the runs after it still land in two of the history's speed levels,
-    the levels alternate and the whole history is one segment.
+    the levels alternate and the whole history is one segment. Then a step in the last few runs
+    of that segment (`_recent_step`), too recent for the detector's minimum segment.
     """
     if residuals.size < 2 * MIN_HISTORY_RUNS:
         return 0
     points = detect_change_points(residuals, min_size=MIN_HISTORY_RUNS)
-    if not points:
-        return 0
-    start = points[-1]
+    start = _step_at(residuals, points[-1]) if points else 0
+    # The detector's last cut can land a run or two early on a step at the very end; the level
+    # before it (from the change before) says where the step really starts.
+    previous = points[-2] if start and len(points) > 1 else 0
+    recent = _recent_step(residuals[previous:])
+    if not recent or previous + recent <= start:
+        return start
+    candidate = previous + recent
+    # Later than the detector's cut only if the runs in between are the old level's.
+    old = float(np.median(residuals[previous:candidate]))
+    new = float(np.median(residuals[candidate:]))
+    between = residuals[start:candidate]
+    return candidate if np.all(np.abs(between - old) < np.abs(between - new)) else start
+
+
+def _step_at(residuals: np.ndarray, start: int) -> int:
+    """`start` if the change there is a step, 0 if it is the edge of a process mode.
+
+    A mode: the runs after it still land in two of the history's speed levels.
+    """
     levels = np.asarray(speed_levels(residuals))
     if levels.size > 1:
         after = np.argmin(np.abs(residuals[start:, None] - levels[None, :]), axis=1)

@@ -283,13 +283,20 @@ def build(
             levels=tuple(v - levels[key][0] for v in levels[key]) if len(levels[key]) > 1 else (),
             tail_factor=tail_factor(tail) if tail < df else 1.0,
             baseline_runs=baselines[key].runs if key in baselines else 0,
-            # Segments hold at least MIN_HISTORY_RUNS runs: a segment that did not join the
-            # baseline of sides one after the other disagreed with the base side.
-            alone_because="it sits off history's level"
-            if (key, "time") in history.current and key not in baselines and not shape.alternated
-            else None,
+            alone_because=None
+            if key in baselines or shape.alternated
+            else _alone_because(history.current.get((key, "time"))),
         )
     return floors, machine
+
+
+def _alone_because(segment: noise.Segment | None) -> str | None:
+    """Why history did not join the baseline of sides measured one after the other."""
+    if segment is None:
+        return None
+    if segment.runs < noise.MIN_HISTORY_RUNS:
+        return f"{segment.describe()}: too few for a level"
+    return "it sits off history's level"
 
 
 # Below this many degrees of freedom a t's variance says little of its scale (infinite at 2).
