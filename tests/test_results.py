@@ -101,6 +101,7 @@ def test_content_hash_ignores_formatting_but_not_content(doc_data: dict[str, Any
         (lambda d: _time(d).pop("unit"), "benchmarks[0].metrics.time.unit", "missing field"),
         (lambda d: d["run"].__setitem__("id", "run-1"), "run.id", "must be a UUID"),
         (lambda d: d["run"].__setitem__("commit", "not-hex"), "run.commit", "hex commit id"),
+        (lambda d: d["run"].__setitem__("commit", "abc1234\n"), "run.commit", "hex commit id"),
         (
             lambda d: d["run"].__setitem__("started_at", "last tuesday"),
             "run.started_at",

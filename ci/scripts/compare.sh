@@ -11,6 +11,10 @@
 # head's, `alternate: true`), the two folders are compared directly (with the store's history when
 # there is a database) and no merge-base is needed.
 #
+# In the fork-safe report the results (and a `base` folder beside them) are a fork's artifact:
+# every value read from them is checked (a commit id is hex, a PR number digits) before it is
+# printed, written to $GITHUB_OUTPUT or passed on, and refused with exit 2 otherwise.
+#
 # INPUT_RESULTS_FILE, INPUT_BASE_RESULTS, INPUT_BASE, INPUT_BASE_BRANCH, INPUT_HEAD_SHA, INPUT_PR,
 # INPUT_DB, INPUT_SERVER, INPUT_SERVER_TOKEN, INPUT_THRESHOLD
 # Outputs: comparison (path, empty when nothing was compared), regressions (count), base, pr.
@@ -47,15 +51,18 @@ print("" if value is None else value)
 PY
 }
 
+if [ -n "${INPUT_HEAD_SHA:-}" ]; then pg_require_commit head-sha "$INPUT_HEAD_SHA"; fi
 head_sha="${INPUT_HEAD_SHA:-$(pg_event pull_request head sha)}"
 head_sha="${head_sha:-$(pg_event workflow_run head_sha)}"
 head_sha="${head_sha:-${GITHUB_SHA:-}}"
 measured="$(doc_field commit)"
+if [ -n "$measured" ]; then pg_require_commit "results run.commit" "$measured"; fi
 if [ -n "${INPUT_HEAD_SHA:-}" ] && [ "${measured,,}" != "${INPUT_HEAD_SHA,,}" ]; then
   pg_error "the results are for commit ${measured:-?}, not ${INPUT_HEAD_SHA}: refusing to report them"
   exit 2
 fi
 head_sha="${measured:-$head_sha}"
+if [ -n "$head_sha" ]; then pg_require_commit "head commit" "$head_sha"; fi
 
 pr="${INPUT_PR:-}"
 if [ -z "$pr" ] && [ -n "${INPUT_RESULTS:-}" ] && [ -f "$(dirname "$INPUT_RESULTS")/pr.json" ]; then
@@ -68,21 +75,21 @@ print(value if isinstance(value, int) and not isinstance(value, bool) and value 
 PY
 )"
 fi
-if [ -n "$pr" ] && ! [[ "$pr" =~ ^[1-9][0-9]{0,9}$ ]]; then
-  pg_error "pr: '$pr' is not a pull request number"
-  exit 2
-fi
+if [ -n "$pr" ]; then pg_require_pr pr "$pr"; fi
 pg_output pr "$pr"
 
 base_branch="${INPUT_BASE_BRANCH:-$(pg_event pull_request base ref)}"
 base_branch="${base_branch:-${GITHUB_BASE_REF:-main}}"
-
+pg_require_name base-branch "$base_branch"
 
 base_results="${INPUT_BASE_RESULTS:-}"
 base="${INPUT_BASE:-}"
+if [ -n "$base" ]; then pg_require_name base "$base"; fi
 if [ -n "$base_results" ]; then
-  # Alternating mode: the run step measured the base itself, in rounds alternating with the head's.
+  # Alternating mode: the run step measured the base itself, in rounds alternating with the head's
+  # (or, in the fork-safe report, the fork's artifact says it did).
   base="$(doc_field commit "$base_results")"
+  pg_require_commit "base results run.commit" "$base"
 elif [ -z "$base" ]; then
   if [ -n "$pr" ] || [ -n "$(pg_event pull_request number)" ]; then
     if ! base="$(pg_merge_base "$head_sha" "$base_branch" "$pr")"; then
@@ -103,11 +110,17 @@ echo "comparing $results (head ${head_sha:0:12}) with base ${base:0:12} (branch 
 if [ -z "$base_results" ] && [ -n "${INPUT_SERVER:-}" ] && [ -z "${INPUT_DB:-}" ]; then
   # The server compares with its store's history; the head was uploaded by the previous step.
   project="$(doc_field project)"
-  status="$(curl --silent --show-error --location --output "$comparison" --write-out '%{http_code}' \
-    --get "${INPUT_SERVER%/}/api/v1/compare" \
-    --data-urlencode "project=$project" --data-urlencode "base=$base" \
-    --data-urlencode "head=$head_sha" \
-    -H "Authorization: Bearer ${INPUT_SERVER_TOKEN:-}" || echo 000)"
+  token="${INPUT_SERVER_TOKEN:-}"
+  if [[ "$token" == *[[:cntrl:]]* ]]; then
+    pg_error "server-token: holds a line break or control character (check the secret)"
+    exit 2
+  fi
+  # The header goes in on stdin: curl's argv is visible to every process on the runner.
+  status="$(printf 'Authorization: Bearer %s\n' "$token" |
+    curl --silent --show-error --location --output "$comparison" --write-out '%{http_code}' \
+      --get "${INPUT_SERVER%/}/api/v1/compare" \
+      --data-urlencode "project=$project" --data-urlencode "base=$base" \
+      --data-urlencode "head=$head_sha" --header @- || echo 000)"
   case "$status" in
     200) ;;
     404) nothing "the server has no runs for base ${base:0:12} yet; nothing compared" ;;

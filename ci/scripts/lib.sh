@@ -13,13 +13,54 @@ pg_out_dir() {
   printf '%s\n' "${INPUT_OUT_DIR:-${RUNNER_TEMP:-/tmp}/perfgate}"
 }
 
-pg_output() {  # name value: one step output (values never contain newlines here)
+pg_output() {  # name value: one step output
+  # A line break would start a second `name=value` line: a forged output for later steps.
+  if [[ "$2" == *[$'\n\r']* ]]; then
+    pg_error "output $1: refusing a value with a line break: $(pg_shown "$2")"
+    exit 2
+  fi
   printf '%s=%s\n' "$1" "$2" >> "${GITHUB_OUTPUT:?GITHUB_OUTPUT is not set}"
 }
 
-pg_notice() { printf '::notice title=perfgate::%s\n' "$*"; }
-pg_warning() { printf '::warning title=perfgate::%s\n' "$*"; }
-pg_error() { printf '::error title=perfgate::%s\n' "$*"; }
+# Workflow commands end at a line break, so their text is escaped the way the runner decodes it
+# (% CR LF); anything from an artifact or an answer stays inside the one message.
+pg_command_text() {
+  local text="$*"
+  text="${text//'%'/%25}"
+  text="${text//$'\r'/%0D}"
+  text="${text//$'\n'/%0A}"
+  printf '%s' "$text"
+}
+pg_notice() { printf '::notice title=perfgate::%s\n' "$(pg_command_text "$*")"; }
+pg_warning() { printf '::warning title=perfgate::%s\n' "$(pg_command_text "$*")"; }
+pg_error() { printf '::error title=perfgate::%s\n' "$(pg_command_text "$*")"; }
+
+# A rejected value as a message shows it: quoted, control characters spelled out, at most 80
+# characters.
+pg_shown() {
+  local quoted
+  quoted="$(printf '%q' "$1")"
+  if [ "${#quoted}" -gt 80 ]; then quoted="${quoted:0:77}..."; fi
+  printf '%s' "$quoted"
+}
+
+# Values read from an artifact or an input are checked before anything uses them (exit 2, bad
+# input, as DESIGN.md's exit codes have it).
+pg_require_commit() {  # what value: a commit id, 7 to 64 hex digits (SHA-1 or SHA-256)
+  if [[ "$2" =~ ^[0-9a-fA-F]{7,64}$ ]]; then return 0; fi
+  pg_error "$1: $(pg_shown "$2") is not a commit id (7 to 64 hex digits)"
+  exit 2
+}
+pg_require_pr() {  # what value: a pull request number
+  if [[ "$2" =~ ^[1-9][0-9]{0,9}$ ]]; then return 0; fi
+  pg_error "$1: $(pg_shown "$2") is not a pull request number"
+  exit 2
+}
+pg_require_name() {  # what value: a branch or commit name: one line, not an option
+  if [ -n "$2" ] && [[ "$2" != -* ]] && [[ "$2" != *[[:cntrl:]]* ]]; then return 0; fi
+  pg_error "$1: $(pg_shown "$2") is not a branch or commit name"
+  exit 2
+}
 
 pg_true() {  # "true"/"1"/"yes" (any case) -> success
   case "$(printf '%s' "${1:-}" | tr '[:upper:]' '[:lower:]')" in

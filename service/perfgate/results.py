@@ -28,7 +28,9 @@ SCHEMA_PREFIX = "perfgate/results@"
 ParamValue = str | int | float | bool | None
 Direction = Literal["lower", "higher"]
 
-_COMMIT_RE = re.compile(r"^[0-9a-f]{7,64}$")
+# Matched with fullmatch: `$` would also accept a trailing newline, which a commit id then
+# carries into workflow commands, outputs and the store.
+_COMMIT_RE = re.compile(r"[0-9a-f]{7,64}")
 
 
 def make_key(name: str, params: Mapping[str, ParamValue]) -> str:
@@ -93,7 +95,7 @@ def _param_value(value: object) -> ParamValue:
 
 
 def _commit(value: object) -> str:
-    if not isinstance(value, str) or not _COMMIT_RE.match(value.lower()):
+    if not isinstance(value, str) or not _COMMIT_RE.fullmatch(value.lower()):
         raise PydanticCustomError("bad_commit", "must be a hex commit id (7 to 64 hex digits)")
     return value.lower()
 

@@ -3,7 +3,9 @@
 Answers carry absolute URLs pointing back at this server (github3.py follows them), pages are
 linked with `Link` headers on `/repositories/{id}/...` URLs like GitHub's, tokens are checked,
 GitHub's validation limits are enforced (422), and failures can be planned per request: a status
-code with headers and body, or a dropped connection.
+code with headers and body, or a dropped connection. Who a token is: `GET /user` for a person's
+token (installation tokens get GitHub's 403), GraphQL's `viewer` for any token, served where
+GitHub has it (`/graphql`, or `/api/graphql` beside a GHES `/api/v3`).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class FakeGitHub:
     def __init__(self, *, owner: str = "acme", repo: str = "models", prefix: str = "") -> None:
         self.owner, self.repo, self.repo_id = owner, repo, 4242
         self.prefix = prefix  # "/api/v3" serves the API where GitHub Enterprise Server has it
+        self.graphql_path = prefix.removesuffix("/v3") + "/graphql"
         self.tokens: dict[str, str] = {"ghs_actions": BOT, "ghp_personal": "octocat"}
         # Tokens that may not create check runs (GitHub answers 403 for them).
         self.no_checks: set[str] = {"ghp_personal"}
@@ -118,6 +121,24 @@ class FakeGitHub:
             "received_events_url": f"{u}/received_events",
             "type": "Bot" if login.endswith("[bot]") else "User",
             "site_admin": False,
+        }
+
+    def _authenticated_user(self, login: str) -> dict[str, Any]:
+        return {
+            **self._user(login),
+            "name": login,
+            "company": None,
+            "blog": "",
+            "location": None,
+            "email": None,
+            "hireable": None,
+            "bio": None,
+            "public_repos": 1,
+            "public_gists": 0,
+            "followers": 0,
+            "following": 0,
+            "created_at": NOW,
+            "updated_at": NOW,
         }
 
     def _repo(self) -> dict[str, Any]:
@@ -295,9 +316,12 @@ class FakeGitHub:
     def handle(self, request: Request) -> tuple[int, dict[str, str], Any]:
         with self.lock:
             self.requests.append(request)
-            if not request.path.startswith(self.prefix):
+            if request.path == self.graphql_path:
+                request.path = "/graphql"
+            elif request.path.startswith(self.prefix):
+                request.path = request.path[len(self.prefix) :]
+            else:
                 return 404, {}, {"message": "Not Found"}
-            request.path = request.path[len(self.prefix) :]
             planned = next(
                 (
                     f
@@ -326,6 +350,12 @@ class FakeGitHub:
         path = re.sub(
             rf"^/repositories/{self.repo_id}", f"/repos/{self.owner}/{self.repo}", request.path
         )
+        if path == "/user" and request.method == "GET":
+            if token.startswith("ghs_"):
+                return 403, {}, {"message": "Resource not accessible by integration"}
+            return 200, {}, self._authenticated_user(self.tokens[token])
+        if path == "/graphql" and request.method == "POST":
+            return self._graphql(request.body or {}, token)
         prefix = f"/repos/{self.owner}/{self.repo}"
         if not path.startswith(prefix):
             return 404, {}, {"message": "Not Found"}
@@ -396,6 +426,12 @@ class FakeGitHub:
                 return 403, {}, {"message": "Resource not accessible by integration"}
             return self._check_run(request.body or {})
         return 404, {}, {"message": "Not Found"}
+
+    def _graphql(self, body: dict[str, Any], token: str) -> tuple[int, dict[str, str], Any]:
+        # Only the query perfgate sends; GraphQL reports a bad query in a 200 answer.
+        if re.fullmatch(r"query\s*\{\s*viewer\s*\{\s*login\s*\}\s*\}", body.get("query", "")):
+            return 200, {}, {"data": {"viewer": {"login": self.tokens[token]}}}
+        return 200, {}, {"errors": [{"message": "unsupported query"}]}
 
     def _page(self, request: Request, number: int) -> tuple[int, dict[str, str], Any]:
         per_page = min(100, int(request.query.get("per_page", "30")))

@@ -6,9 +6,10 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from click.testing import Result
-from fake_github import FakeGitHub
+from fake_github import BOT, FakeGitHub
 from ghhelpers import BASE_SHA, HEAD_SHA, body_of, make_comparison
 
 from perfgate.github.publish import MARKER
@@ -79,6 +80,54 @@ def test_second_run_edits_the_same_comment(
     third = comment(str(fixed), env=actions_env)
     assert "comment: unchanged" in third.stdout
     assert len(github.calls("PATCH", r"/issues/comments/")) == 1
+
+
+FORGED = f"{MARKER}\n### ✅ all good\n\n[Looks good - click to approve](https://evil.example)"
+
+
+def _by(github: FakeGitHub, login: str, number: int = 7) -> list[dict[str, Any]]:
+    return [c for c in github.comments[number] if c["user"]["login"] == login]
+
+
+def test_a_marker_comment_by_someone_else_is_never_adopted(
+    github: FakeGitHub, actions_env: Env, comparison_file: Path, comment: Invoke, tmp_path: Path
+) -> None:
+    github.add_pull(7, HEAD_SHA)
+    forged = github.add_comment(7, FORGED, user="mallory")  # first, where the old search looked
+    result = comment(str(comparison_file), env=actions_env)
+    assert result.exit_code == 0, result.output
+    assert "comment: created" in result.stdout
+    (ours,) = _by(github, BOT)
+    assert ours["body"].startswith(MARKER + "\n### ⚠️ 1 regression")
+
+    fixed = tmp_path / "fixed.json"
+    fixed.write_text(json.dumps(comparison_to_json(make_comparison(slow=1.0))))
+    again = comment(str(fixed), env=actions_env)
+    assert again.exit_code == 0, again.output
+    assert "comment: updated" in again.stdout
+    assert _by(github, BOT) == [ours] and ours["body"].startswith(MARKER + "\n### ✅ ")
+    assert [c["id"] for c in github.comments[7]] == [forged["id"], ours["id"]]
+    assert forged["body"] == FORGED and forged["user"]["login"] == "mallory"
+    assert not github.calls("PATCH", rf"/issues/comments/{forged['id']}$")
+    assert len(github.calls("PATCH", rf"/issues/comments/{ours['id']}$")) == 1
+    # An installation token learns it is github-actions[bot] from GraphQL, once a run.
+    assert len(github.calls("POST", r"^/graphql$")) == 2 and not github.calls("GET", r"^/user$")
+
+
+def test_a_personal_token_adopts_only_its_own_users_comment(
+    github: FakeGitHub, actions_env: Env, comparison_file: Path, comment: Invoke
+) -> None:
+    github.add_pull(7, HEAD_SHA)
+    forged = github.add_comment(7, FORGED, user="mallory")
+    own = github.add_comment(7, f"{MARKER}\nan older verdict", user="octocat")
+    env = {**actions_env, "GITHUB_TOKEN": "ghp_personal", "GITHUB_ACTIONS": None}
+    result = comment(str(comparison_file), env=env)
+    assert result.exit_code == 0, result.output
+    assert "comment: updated" in result.stdout
+    assert own["body"].startswith(MARKER + "\n### ⚠️ 1 regression")
+    assert forged["body"] == FORGED and len(github.comments[7]) == 2
+    assert not github.calls("POST", r"/issues/7/comments$")
+    assert len(github.calls("GET", r"^/user$")) == 1 and not github.calls("POST", r"^/graphql$")
 
 
 def test_a_pr_with_150_other_comments_still_gets_one(
@@ -212,7 +261,10 @@ def test_github_enterprise_api_root_is_used_exactly(
         fake.add_pull(7, HEAD_SHA)
         result = comment(str(comparison_file), "--api-url", fake.url + "/", env=actions_env)
         assert result.exit_code == 0, result.output
-        assert fake.requests and all(r.raw_path.startswith("/api/v3/") for r in fake.requests)
+        # REST under the root as given; GraphQL (who the token is) where GHES serves it.
+        rest = [r for r in fake.requests if r.raw_path != "/api/graphql"]
+        assert rest and all(r.raw_path.startswith("/api/v3/") for r in rest)
+        assert len(fake.requests) - len(rest) == 1
         assert len(fake.perfgate_comments(7)) == 1 and len(fake.check_runs) == 1
     finally:
         server.stop()

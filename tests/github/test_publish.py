@@ -8,8 +8,8 @@ import pytest
 from fake_github import FakeGitHub
 from ghhelpers import HEAD_SHA, make_comparison
 
-from perfgate.errors import GitHubError, InputError
-from perfgate.github.client import GitHub3API
+from perfgate.errors import GitHubError, InputError, UsageError
+from perfgate.github.client import GitHub3API, bot_login, graphql_url
 from perfgate.github.event import EventInfo
 from perfgate.github.publish import MARKER, Outcome, Target, publish, resolve_target
 from perfgate.github.retry import Backoff
@@ -152,3 +152,33 @@ def test_long_suites_fit_github_limits(github: FakeGitHub) -> None:
     assert body.startswith(MARKER) and len(body) <= 65536
     assert len(github.check_runs[0]["output"]["summary"]) <= 65535
     assert len(github.statuses[0]["description"]) <= 140
+
+
+def test_graphql_endpoint_and_bot_names() -> None:
+    assert graphql_url("https://api.github.com") == "https://api.github.com/graphql"
+    assert graphql_url("https://ghe.example.com/api/v3/") == "https://ghe.example.com/api/graphql"
+    assert bot_login("perfgate-app") == "perfgate-app[bot]"
+    assert bot_login("github-actions[bot]") == "github-actions[bot]"
+
+
+def test_without_knowing_who_it_is_nothing_is_commented(
+    github: FakeGitHub, regressed: Comparison
+) -> None:
+    """Neither adopt a marked comment nor add one more each run: report it, post the rest."""
+    github.add_pull(7, HEAD_SHA)
+    github.add_comment(7, f"{MARKER}\nsomeone's", user="github-actions[bot]")
+    github.fail("POST", r"^/graphql$", status=200, body={"errors": [{"message": "no"}]})
+    with pytest.raises(GitHubError, match="cannot tell its own comment from someone else's"):
+        _publish(github, regressed)
+    assert [c["body"] for c in github.comments[7]] == [f"{MARKER}\nsomeone's"]
+    assert len(github.statuses) == 1 and len(github.check_runs) == 1
+
+
+def test_a_commit_or_repository_with_a_trailing_newline_is_refused() -> None:
+    event = EventInfo(name="push")
+    with pytest.raises(UsageError, match="is not a commit id"):
+        resolve_target(
+            repo="acme/models", pr=None, sha=HEAD_SHA + "\n", event=event, github_sha=None
+        )
+    with pytest.raises(UsageError, match="is not owner/name"):
+        resolve_target(repo="acme/models\n", pr=None, sha=HEAD_SHA, event=event, github_sha=None)

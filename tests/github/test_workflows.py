@@ -122,6 +122,24 @@ def test_workflows_have_the_keys_github_requires(path: Path) -> None:
                 assert re.fullmatch(r"[\w.-]+/[\w./-]+@[\w.-]+|\./[\w./-]+", step["uses"])
 
 
+def _steps(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every step of a workflow's jobs, or of a composite action."""
+    if "runs" in document:
+        steps: list[dict[str, Any]] = document["runs"].get("steps", [])
+        return steps
+    return [step for job in document["jobs"].values() for step in job.get("steps", [])]
+
+
+@pytest.mark.parametrize("path", [*WORKFLOWS, CI / "action.yml"], ids=lambda p: p.name)
+def test_no_checkout_leaves_its_token_behind(path: Path) -> None:
+    """The benchmarks run the checked-out code; a token in .git/config would be theirs to read."""
+    for step in _steps(_load(path)):
+        if str(step.get("uses", "")).startswith("actions/checkout@"):
+            assert step.get("with", {}).get("persist-credentials") is False, (
+                f"{path.name}: {step.get('name', step['uses'])} needs persist-credentials: false"
+            )
+
+
 def _job(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     workflow = _load(CI / "workflows" / path)
     (job,) = workflow["jobs"].values()

@@ -4,6 +4,12 @@ Tokens: Actions' GITHUB_TOKEN and GitHub App tokens are installation tokens (`gh
 only lets installation-token sessions create check runs, so such tokens get that auth. Personal
 and OAuth tokens (`ghp_`, `github_pat_`, `gho_`, `ghu_`) cannot create check runs on GitHub
 either: github3.py refuses locally and the caller falls back to status + comment.
+
+The sticky comment is only ever one the token's own identity wrote: anyone can post a comment
+that starts with perfgate's marker, and adopting it would let them choose where the verdict goes
+(and have perfgate overwrite their text). A person's token is who `GET /user` says; an
+installation token is its app's bot user (`github-actions[bot]`, `<app-slug>[bot]`), which only
+GraphQL's `viewer` tells such a token (`GET /user` and `GET /app` refuse it).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
 import github3  # type: ignore[import-untyped]
+import requests
 from github3 import exceptions as gh_exc
 from github3.session import GitHubSession  # type: ignore[import-untyped]
 
@@ -80,6 +87,35 @@ class GitHubAPI(Protocol):
 
 def is_installation_token(token: str) -> bool:
     return not token.startswith(PLAIN_TOKEN_PREFIXES)
+
+
+def graphql_url(api_url: str) -> str:
+    """GitHub's GraphQL endpoint for a REST root: `https://api.github.com/graphql`, and on
+    GitHub Enterprise Server `https://HOST/api/graphql` beside `https://HOST/api/v3`."""
+    root = api_url.rstrip("/")
+    if root.endswith("/api/v3"):
+        root = root[: -len("/v3")]
+    return f"{root}/graphql"
+
+
+def bot_login(login: str) -> str:
+    """An app's bot user as comments name it (`name[bot]`); GitHub's logins cannot hold `[`, so
+    no person can own that name."""
+    return login if login.endswith("[bot]") else f"{login}[bot]"
+
+
+def _json_or_none(response: requests.Response) -> object:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _field(data: object, *path: str) -> object:
+    """`data[path[0]][path[1]]...`, or None where a step is missing or not an object."""
+    for key in path:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
 
 
 def make_session(
@@ -157,12 +193,14 @@ class GitHub3API:
     ) -> None:
         owner, _, name = repo.partition("/")
         self.owner, self.name, self.api_url = owner, name, api_url
+        self.installation = is_installation_token(token)
         self.adapter = RetryingAdapter(backoff, notify=notify)
         self.gh = github3.GitHub(
             session=make_session(api_url=api_url, token=token, adapter=self.adapter)
         )
         self._repo: Any = None
         self._pulls: dict[int, Any] = {}
+        self._login: str | None = None
 
     @contextlib.contextmanager
     def _calling(self, what: str, *, not_found: str | None = None) -> Iterator[None]:
@@ -221,12 +259,41 @@ class GitHub3API:
         with self._calling("pull request search"):
             return [self._info(p) for p in repo.pull_requests(state="open", head=head)]
 
+    def _viewer_login(self) -> str:
+        """The login GraphQL's `viewer` names for this token (an installation token's bot)."""
+        try:
+            response = self.gh.session.post(
+                graphql_url(self.api_url), json={"query": "query { viewer { login } }"}
+            )
+        except requests.RequestException as exc:
+            raise gh_exc.TransportError(exc) from None
+        if response.status_code >= 400:
+            raise gh_exc.error_for(response)
+        login = _field(_json_or_none(response), "data", "viewer", "login")
+        if not isinstance(login, str) or not login:
+            raise GitHubError(
+                f"GitHub's GraphQL API at {graphql_url(self.api_url)} did not say which user the "
+                "token is, so perfgate cannot tell its own comment from someone else's"
+            )
+        return bot_login(login)
+
+    def own_login(self) -> str:
+        """Who this token writes comments as, asked once (see the module docstring)."""
+        if self._login is None:
+            with self._calling("token's own user"):
+                login = self._viewer_login() if self.installation else str(self.gh.me().login)
+            self._login = login
+        return self._login
+
     def find_comment(self, number: int, marker: str) -> CommentInfo | None:
-        """The PR's perfgate comment: the first whose body starts with `marker`, on any page."""
+        """The PR's perfgate comment: the first, on any page, whose body starts with `marker`
+        and that this token's own user wrote; a copy of the marker by anyone else is ignored."""
         pull = self._pull(number)
+        me = self.own_login().lower()
         with self._calling(f"comment list of #{number}"):
             for comment in pull.issue_comments():
-                if (comment.body or "").startswith(marker):
+                author = comment.user.login if comment.user is not None else ""
+                if str(author).lower() == me and (comment.body or "").startswith(marker):
                     return CommentInfo(
                         id=comment.id, body=comment.body, html_url=comment.html_url, handle=comment
                     )

@@ -29,8 +29,9 @@ from perfgate.stats.model import Comparison
 # The hidden first line that finds perfgate's comment again; quoting it (`> <!--`) never matches.
 MARKER = "<!-- perfgate:pr-comment -->"
 MODES = ("always", "on-change", "on-regression")
-_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-_SHA = re.compile(r"^[0-9a-fA-F]{7,64}$")
+# Matched with fullmatch: `$` would also accept a trailing newline.
+_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_SHA = re.compile(r"[0-9a-fA-F]{7,64}")
 
 
 @dataclass(frozen=True)
@@ -68,14 +69,14 @@ def resolve_target(
     is the default branch's tip, not the commit that was measured)."""
     if not repo:
         raise UsageError("no repository: pass --repo owner/name or set GITHUB_REPOSITORY")
-    if not _REPO.match(repo):
+    if not _REPO.fullmatch(repo):
         raise UsageError(f"--repo: {repo!r} is not owner/name")
     found_sha = sha or event.head_sha or (None if event.is_workflow_run else github_sha)
     if not found_sha:
         raise UsageError(
             "no head commit: pass --sha, or run inside GitHub Actions (GITHUB_EVENT_PATH)"
         )
-    if not _SHA.match(found_sha):
+    if not _SHA.fullmatch(found_sha):
         raise UsageError(f"--sha: {found_sha!r} is not a commit id")
     if event.is_workflow_run:
         number = event.pr or pr

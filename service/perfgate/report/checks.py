@@ -143,7 +143,7 @@ def regression_annotations(
         message = common.reason
         if common.affected:
             message = f"{message.rstrip().rstrip('.')}. Moved together: "
-            message += f"{affected_list(common, quote='')}."
+            message += f"{affected_list(common)}."
         notes.append(Annotation(title=f"perfgate: {shift_phrase(common)}, slower", message=message))
     notes += [_annotation(r, "regressed") for r in ordered if r.verdict == "regression"]
     possible = [r for r in ordered if r.flag == POSSIBLE_REGRESSION]

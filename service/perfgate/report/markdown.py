@@ -6,6 +6,10 @@ has history); per regression and possible regression the ops that moved and a me
 chart; warnings; every result folded in `<details>`; links to the CI run and the dashboard. A
 long suite is cut to fit GitHub's 65,536-character comment limit, least important parts first,
 with a note saying what was left out.
+
+Every string that came from a results document (keys, metric and op names, units, branches,
+labels, warnings, noise notes) goes through `report.untrusted`: names as code spans, the rest as
+escaped text, so a hostile name renders as itself and nothing else.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 
 from perfgate.report.trend import mermaid_chart, result_sparkline
 from perfgate.report.units import format_change, format_ci, format_value
+from perfgate.report.untrusted import code_span, plain_text
 from perfgate.report.verdicts import (
     ICONS,
     affected_list,
@@ -23,7 +28,7 @@ from perfgate.report.verdicts import (
     raw_ratio,
     severity_order,
     shifted,
-    side_label,
+    short_commit,
     summary_phrase,
     verdict_label,
 )
@@ -50,17 +55,24 @@ class Links:
     dashboard_url: str | None = None
 
 
+def _side(commit: str | None, label: str | None) -> str:
+    """`` `abc1234` (merge-base) ``: a side's short commit and what it is."""
+    text = code_span(short_commit(commit))
+    return f"{text} ({plain_text(label)})" if label else text
+
+
 def headline(comparison: Comparison) -> str:
     """The one line a reviewer acts on."""
     return (
         f"{headline_icon(comparison)} {summary_phrase(comparison)} · base "
-        f"{side_label(comparison.base.commit, comparison.base.label)} → head "
-        f"{side_label(comparison.head.commit, comparison.head.label)}"
+        f"{_side(comparison.base.commit, comparison.base.label)} → head "
+        f"{_side(comparison.head.commit, comparison.head.label)}"
     )
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _value(value: float | None, unit: str) -> str:
+    # The unit is the results document's own word for it.
+    return plain_text(format_value(value, unit))
 
 
 def _verdict_cell(result: MetricResult) -> str:
@@ -71,10 +83,10 @@ def _verdict_cell(result: MetricResult) -> str:
 
 
 def _row(result: MetricResult, *, trend: bool = False) -> str:
-    base = format_value(result.base.median, result.unit) if result.base else "—"
-    head = format_value(result.head.median, result.unit) if result.head else "—"
+    base = _value(result.base.median, result.unit) if result.base else "—"
+    head = _value(result.head.median, result.unit) if result.head else "—"
     row = (
-        f"| `{_cell(result.key)}` | {result.metric} | {base} | {head} | "
+        f"| {code_span(result.key)} | {plain_text(result.metric)} | {base} | {head} | "
         f"{format_change(raw_ratio(result))} | {format_ci(raw_ci(result))} | "
         f"{_verdict_cell(result)} |"
     )
@@ -88,7 +100,7 @@ def _shift(comparison: Comparison) -> list[str]:
         return []
     return [
         f"Moved together ({format_change(common.ratio)}, 95% CI {format_ci(common.ci)}): "
-        f"{_cell(affected_list(common))}.",
+        f"{affected_list(common, name=code_span)}.",
         "",
     ]
 
@@ -107,7 +119,7 @@ def _ops(result: MetricResult) -> list[str]:
             else f"{delta.head_count:g}"
         )
         lines.append(
-            f"| `{_cell(delta.op)}` | {delta.base_us:.1f} | {delta.head_us:.1f} | "
+            f"| {code_span(delta.op)} | {delta.base_us:.1f} | {delta.head_us:.1f} | "
             f"{delta.delta_us:+.1f} | {calls} |"
         )
     more = len(result.attribution) - TOP_OPS_SHOWN
@@ -119,20 +131,25 @@ def _ops(result: MetricResult) -> list[str]:
 def _regression_details(result: MetricResult, base_branch: str | None) -> list[str]:
     """What a reviewer needs to start on a (possible) regression: the ops that moved, its trend."""
     spark = result_sparkline(result)
-    title = f"**`{_cell(result.key)}` {result.metric} {format_change(raw_ratio(result))}**"
+    title = (
+        f"**{code_span(result.key)} {plain_text(result.metric)} "
+        f"{format_change(raw_ratio(result))}**"
+    )
     if result.flag is not None:
         title += f" ({verdict_label(result)})"
     lines = [f"{title} {spark}".rstrip(), ""]
     if result.noise:
-        lines += [f"Noise: {_cell(result.noise)}.", ""]
+        lines += [f"Noise: {plain_text(result.noise)}.", ""]
     ops = _ops(result)
     if ops:
         lines += ["Ops that moved most (self time per call):", "", *ops, ""]
     elif result.exact or result.flag is not None:
-        lines += [f"{_cell(result.reason)}", ""]
+        lines += [plain_text(result.reason), ""]
     chart = mermaid_chart(result)
     if chart:
-        where = f"`{base_branch}`" if base_branch else "the base branch"
+        # This line is raw HTML on GitHub (backticks show as typed) and markdown on the
+        # dashboard: the branch is escaped with character references, inert in both.
+        where = f"`{plain_text(base_branch)}`" if base_branch else "the base branch"
         lines += [
             f"<details><summary>Trend: last {len(result.history)} runs of {where}, then "
             "base and head</summary>",
@@ -145,13 +162,20 @@ def _regression_details(result: MetricResult, base_branch: str | None) -> list[s
     return lines
 
 
+def _named(result: MetricResult) -> str:
+    return f"{code_span(result.key)} {plain_text(result.metric)}"
+
+
 def _warnings(comparison: Comparison) -> list[str]:
+    """The warnings list, as markdown lines: the comparison's own warnings (escaped), then
+    perfgate's notes on possible regressions and noisy benchmarks."""
     notes = [
-        w if len(w) <= WARNING_CHARS else w[: WARNING_CHARS - 1] + "…" for w in comparison.warnings
+        plain_text(w if len(w) <= WARNING_CHARS else w[: WARNING_CHARS - 1] + "…")
+        for w in comparison.warnings
     ]
     possible = comparison.possible_regressions()
     if possible:
-        named = ", ".join(f"`{_cell(r.key)}` {r.metric}" for r in possible[:NOISY_NAMED])
+        named = ", ".join(_named(r) for r in possible[:NOISY_NAMED])
         more = f" and {len(possible) - NOISY_NAMED} more" if len(possible) > NOISY_NAMED else ""
         notes.append(
             f"{len(possible)} possible {'regression' if len(possible) == 1 else 'regressions'} "
@@ -160,7 +184,7 @@ def _warnings(comparison: Comparison) -> list[str]:
         )
     noisy = [r for r in comparison.results if r.verdict == "inconclusive" and r.flag is None]
     if noisy:
-        named = ", ".join(f"`{_cell(r.key)}` {r.metric}" for r in noisy[:NOISY_NAMED])
+        named = ", ".join(_named(r) for r in noisy[:NOISY_NAMED])
         more = f" and {len(noisy) - NOISY_NAMED} more" if len(noisy) > NOISY_NAMED else ""
         notes.append(
             f"{len(noisy)} inconclusive (too noisy to decide at this threshold): {named}{more}; "
@@ -169,7 +193,7 @@ def _warnings(comparison: Comparison) -> list[str]:
     if not notes:
         return []
     shown = notes[:WARNINGS_SHOWN]
-    lines = ["**Warnings**", "", *(f"- {_cell(w)}" for w in shown)]
+    lines = ["**Warnings**", "", *(f"- {note}" for note in shown)]
     if len(notes) > len(shown):
         lines.append(f"- _{len(notes) - len(shown)} more warnings in the comparison JSON_")
     return [*lines, ""]

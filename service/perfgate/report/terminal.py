@@ -49,7 +49,7 @@ def render_terminal(
     console.print(escape(headline(comparison)), highlight=False)
     common = shifted(comparison)
     if common is not None and common.affected:
-        console.print(f"moved together: {escape(affected_list(common, quote=''))}", highlight=False)
+        console.print(f"moved together: {escape(affected_list(common))}", highlight=False)
     table = Table(show_edge=False, pad_edge=False)
     for column, justify in (
         ("benchmark", "left"),

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 
 from perfgate.report.units import format_value
+from perfgate.report.untrusted import one_line
 from perfgate.stats.model import MetricResult
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -56,7 +57,8 @@ def _axis_unit(values: Sequence[float], unit: str) -> tuple[str, float]:
 
 def _quoted(text: str) -> str:
     # Mermaid strings cannot hold a double quote; brackets and commas are fine inside quotes.
-    return '"' + text.replace('"', "'") + '"'
+    # One line: a key with a newline and ``` would otherwise close the fence around the chart.
+    return '"' + one_line(text).replace('"', "'") + '"'
 
 
 def mermaid_chart(result: MetricResult) -> str | None:

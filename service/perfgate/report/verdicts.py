@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from perfgate.stats.model import (
     POSSIBLE_REGRESSION,
     VERDICTS,
@@ -65,9 +67,14 @@ def shift_phrase(common: CommonFinding) -> str:
     return f"{moved}{common.benchmarks} benchmarks {common.ratio - 1:+.1%} together"
 
 
-def affected_list(common: CommonFinding, *, shown: int = AFFECTED_SHOWN, quote: str = "`") -> str:
-    """The benchmarks that moved with a shift, the first `shown` by name: `a`, `b` and 3 more."""
-    names = ", ".join(f"{quote}{key}{quote}" for key in common.affected[:shown])
+def affected_list(
+    common: CommonFinding, *, shown: int = AFFECTED_SHOWN, name: Callable[[str], str] = str
+) -> str:
+    """The benchmarks that moved with a shift, the first `shown` by name: a, b and 3 more.
+
+    `name` writes one key as its report needs it (a markdown code span, a terminal's escape).
+    """
+    names = ", ".join(name(key) for key in common.affected[:shown])
     more = len(common.affected) - shown
     return f"{names} and {more} more" if more > 0 else names
 
@@ -116,11 +123,6 @@ def headline_icon(comparison: Comparison) -> str:
 
 def short_commit(commit: str | None) -> str:
     return commit[:7] if commit else "?"
-
-
-def side_label(commit: str | None, label: str | None) -> str:
-    text = f"`{short_commit(commit)}`"
-    return f"{text} ({label})" if label else text
 
 
 def raw_ci(result: MetricResult) -> tuple[float, float] | None:
