@@ -25,10 +25,14 @@ test: lint pytest
 pytest: $(STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
+# Python, then ci/: shellcheck and actionlint (tests/github/test_ci_lint.py also checks action.yml).
 lint: $(STAMP)
 	$(BIN)/ruff check service tests bench migrations examples
 	$(BIN)/ruff format --check service tests bench migrations examples
 	$(BIN)/mypy
+	$(BIN)/shellcheck --external-sources ci/scripts/*.sh
+	$(BIN)/actionlint -config-file ci/actionlint.yaml -shellcheck $(BIN)/shellcheck -pyflakes "" \
+		ci/workflows/*.yml
 
 format: $(STAMP)
 	$(BIN)/ruff format service tests bench migrations examples

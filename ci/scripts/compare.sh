@@ -4,8 +4,10 @@
 # The base is INPUT_BASE when given; else, on a pull request, the merge-base of the PR's head
 # and its base branch (computed with git, deepening a shallow clone as needed); on a push, the
 # previous tip. A base commit without runs in the store falls back (with a warning in the
-# comment) to the nearest earlier run of the base branch; an empty store means nothing to
-# compare yet, which is a notice, not a failure.
+# comment) to the nearest earlier run of the base branch. When nothing can stand in for the base
+# (`perfgate compare` exits 4, or a server answers 404: a first PR, an empty store) there is no
+# baseline yet: not a failure, and the report step says so on the PR (output no-baseline=true).
+# It is told by the exit code alone, never by the wording of a message.
 #
 # With INPUT_BASE_RESULTS (a folder of base rounds the run step measured alternately with the
 # head's, `alternate: true`), the two folders are compared directly (with the store's history when
@@ -17,7 +19,8 @@
 #
 # INPUT_RESULTS_FILE, INPUT_BASE_RESULTS, INPUT_BASE, INPUT_BASE_BRANCH, INPUT_HEAD_SHA, INPUT_PR,
 # INPUT_DB, INPUT_SERVER, INPUT_SERVER_TOKEN, INPUT_THRESHOLD
-# Outputs: comparison (path, empty when nothing was compared), regressions (count), base, pr.
+# Outputs: comparison (path, empty when nothing was compared), regressions (count), base,
+# base-branch, pr, no-baseline (true when the store had nothing for the base).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh source-path=SCRIPTDIR
@@ -34,6 +37,13 @@ nothing() {
   pg_output comparison ""
   pg_output regressions 0
   exit 0
+}
+
+# perfgate's exit code for "the store has nothing for the base side" (DESIGN §10, errors.py).
+EXIT_NO_BASELINE=4
+no_baseline() {
+  pg_output no-baseline true
+  nothing "no baseline: the store has no runs of ${base:0:12} or of $base_branch before it; nothing compared (runs of $base_branch build the baseline, or use alternate: true)"
 }
 
 # What a results document (or the first of a folder of rounds) says about itself, read as data:
@@ -65,10 +75,10 @@ head_sha="${measured:-$head_sha}"
 if [ -n "$head_sha" ]; then pg_require_commit "head commit" "$head_sha"; fi
 
 pr="${INPUT_PR:-}"
-if [ -z "$pr" ] && [ -n "${INPUT_RESULTS:-}" ] && [ -f "$(dirname "$INPUT_RESULTS")/pr.json" ]; then
+if [ -z "$pr" ] && [ -n "${INPUT_RESULTS:-}" ] && [ -f "$(dirname "$results")/pr.json" ]; then
   # A PR number shipped next to someone else's results is only a claim: `perfgate comment`
   # checks it against GitHub (the PR's head must be the measured commit) before using it.
-  pr="$("$PERFGATE_PY" - "$(dirname "$INPUT_RESULTS")/pr.json" <<'PY'
+  pr="$("$PERFGATE_PY" - "$(dirname "$results")/pr.json" <<'PY'
 import json, sys
 value = json.load(open(sys.argv[1], encoding="utf-8")).get("pr")
 print(value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else "")
@@ -81,6 +91,7 @@ pg_output pr "$pr"
 base_branch="${INPUT_BASE_BRANCH:-$(pg_event pull_request base ref)}"
 base_branch="${base_branch:-${GITHUB_BASE_REF:-main}}"
 pg_require_name base-branch "$base_branch"
+pg_output base-branch "$base_branch"
 
 base_results="${INPUT_BASE_RESULTS:-}"
 base="${INPUT_BASE:-}"
@@ -123,7 +134,7 @@ if [ -z "$base_results" ] && [ -n "${INPUT_SERVER:-}" ] && [ -z "${INPUT_DB:-}" 
       --data-urlencode "head=$head_sha" --header @- || echo 000)"
   case "$status" in
     200) ;;
-    404) nothing "the server has no runs for base ${base:0:12} yet; nothing compared" ;;
+    404) no_baseline ;; # the server's NoBaselineError (or an unknown project): nothing to compare
     *)
       pg_error "perfgate server answered $status for the comparison: $(head -c 300 "$comparison" 2> /dev/null)"
       exit 3
@@ -139,10 +150,7 @@ else
   code=$?
   set -e
   cat "$out/compare.err" >&2
-  # Exit 2 naming the store as empty for this project or base is "no baseline yet".
-  if [ "$code" -eq 2 ] && grep -Eq "neither a results file nor a commit or branch|store has no runs yet|is not in the store|has no readable runs" "$out/compare.err"; then
-    nothing "the store has no runs of ${base:0:12} or of $base_branch yet; nothing compared (main-branch runs build the baseline)"
-  fi
+  if [ "$code" -eq "$EXIT_NO_BASELINE" ]; then no_baseline; fi
   [ "$code" -eq 0 ] || exit "$code"
 fi
 

@@ -6,7 +6,8 @@
 #
 # INPUT_PYTHON         the runner's Python (default python3)
 # INPUT_PERFGATE_SPEC  what to pip-install (default: this action's own checkout)
-# INPUT_PIP_ARGS       extra pip arguments (e.g. an index URL)
+# pip reads its own settings from the environment (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL,
+# PIP_NO_INDEX, ...): set them in the job's `env:` to install from a mirror.
 # Outputs: perfgate (the executable), python (the environment's interpreter).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -34,8 +35,7 @@ elif [ -z "${INPUT_RESULTS:-}" ]; then  # reporting on existing results needs no
   pg_warning "torch is not importable with $python: install it on the runner before benchmarks run"
 fi
 
-# shellcheck disable=SC2086 # INPUT_PIP_ARGS is a list of words on purpose
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check ${INPUT_PIP_ARGS:-} \
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
   --constraint "$constraints" "$spec"
 "$venv/bin/perfgate" --version
 pg_output perfgate "$venv/bin/perfgate"

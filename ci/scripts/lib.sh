@@ -69,10 +69,31 @@ pg_true() {  # "true"/"1"/"yes" (any case) -> success
   esac
 }
 
+# Where the embedded SQLite store lives when neither `db` nor `server` is given: outside the
+# workspace, which actions/checkout cleans on every run, so that a persistent (self-hosted)
+# runner keeps the history from job to job. Data, not a cache (cache cleaners would drop the
+# history), one store per repository.
+pg_embedded_store() {
+  local repo="${GITHUB_REPOSITORY:-default}"
+  printf '%s/perfgate/%s/perfgate.db\n' "${XDG_DATA_HOME:-$HOME/.local/share}" "${repo//[^A-Za-z0-9_.\/-]/_}"
+}
+
 # Store settings reach perfgate as its own environment variables, never on the command line
 # (a database URL may hold a password; argv is visible to every process on the runner).
 pg_store_env() {
-  if [ -n "${INPUT_DB:-}" ]; then export PERFGATE_DB="$INPUT_DB"; fi
+  if [ -n "${INPUT_DB:-}" ]; then
+    export PERFGATE_DB="$INPUT_DB"
+  elif [ -z "${INPUT_SERVER:-}" ]; then
+    local file
+    file="$(pg_embedded_store)"
+    mkdir -p "$(dirname "$file")"
+    export PERFGATE_DB="sqlite:///$file"
+    if [ "${RUNNER_ENVIRONMENT:-}" = github-hosted ]; then
+      pg_warning "no db or server: the embedded store ($file) is lost when this GitHub-hosted job ends, so no history builds up; set db (a database URL from a secret) or server"
+    else
+      echo "store: the embedded SQLite store $file (kept on this runner only; set db or server to share it)"
+    fi
+  fi
   if [ -n "${INPUT_SERVER:-}" ]; then export PERFGATE_SERVER="$INPUT_SERVER"; fi
   if [ -n "${INPUT_SERVER_TOKEN:-}" ]; then export PERFGATE_TOKEN="$INPUT_SERVER_TOKEN"; fi
 }

@@ -13,7 +13,8 @@
 # INPUT_BENCHMARKS, INPUT_DEVICE, INPUT_ROUNDS, INPUT_MAX_TIME, INPUT_FILTER, INPUT_RESULTS,
 # INPUT_ALTERNATE, INPUT_BASE, INPUT_BASE_BRANCH
 # Outputs: results (the results document, or the folder of head rounds when alternating),
-# base-results (the folder of base rounds, only when alternating), dir (what the artifact keeps).
+# base-results (the folder of base rounds, only when alternating), dir (what the artifact keeps),
+# alternate (true when this job tried to measure a PR's base itself, measured or not).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh source-path=SCRIPTDIR
@@ -24,14 +25,25 @@ mkdir -p "$out"
 pg_output dir "$out"
 
 if [ -n "${INPUT_RESULTS:-}" ]; then
-  if [ ! -e "$INPUT_RESULTS" ]; then
+  given="$INPUT_RESULTS"
+  # A whole artifact folder (the fork-safe pair's): its head/ rounds, else its results.json.
+  if [ -d "$given/head" ]; then
+    given="$given/head"
+  elif [ -f "$given/results.json" ]; then
+    given="$given/results.json"
+  fi
+  if [ ! -e "$given" ]; then
     pg_error "results: $INPUT_RESULTS does not exist"
     exit 2
   fi
-  echo "reporting on $INPUT_RESULTS (not running benchmarks)"
-  pg_output results "$INPUT_RESULTS"
-  beside="$(dirname "$INPUT_RESULTS")/base"
-  if [ -d "$INPUT_RESULTS" ] && [ -d "$beside" ]; then pg_output base-results "$beside"; fi
+  echo "reporting on $given (not running benchmarks)"
+  pg_output results "$given"
+  beside="$(dirname "$given")/base"
+  if [ -d "$given" ]; then
+    # Rounds of an alternating run: the job that measured tried the base too.
+    pg_output alternate true
+    if [ -d "$beside" ]; then pg_output base-results "$beside"; fi
+  fi
   exit 0
 fi
 
@@ -44,14 +56,18 @@ if [ -n "${INPUT_FILTER:-}" ]; then common+=(-k "$INPUT_FILTER"); fi
 pr="$(pg_event pull_request number)"
 base=""
 if pg_true "${INPUT_ALTERNATE:-false}"; then
+  if [ -n "$pr" ] || [ -n "${INPUT_BASE:-}" ]; then pg_output alternate true; fi
   base_branch="${INPUT_BASE_BRANCH:-$(pg_event pull_request base ref)}"
   base_branch="${base_branch:-${GITHUB_BASE_REF:-main}}"
   base="${INPUT_BASE:-}"
   if [ -z "$base" ] && [ -n "$pr" ]; then
     base="$(pg_merge_base "$(pg_event pull_request head sha)" "$base_branch" "$pr")" || base=""
   fi
-  if [ -z "$base" ]; then
-    pg_warning "alternate: no base commit to measure (not a pull request, or no merge-base with $base_branch; check out with fetch-depth: 0); measuring the head only"
+  if [ -z "$base" ] && [ -z "$pr" ] && [ -z "${INPUT_BASE:-}" ]; then
+    # A push (main's history runs): alternating is for pull requests, where it is the default.
+    echo "alternate: not a pull request and no base given; measuring the head only"
+  elif [ -z "$base" ]; then
+    pg_warning "alternate: no base commit to measure (no merge-base with $base_branch; check out with fetch-depth: 0); measuring the head only"
   elif ! base="$(git rev-parse --verify --quiet "$base^{commit}")"; then
     pg_error "base: ${INPUT_BASE:-merge-base} is not a commit in this checkout"
     exit 2

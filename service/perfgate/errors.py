@@ -6,6 +6,7 @@
     │   ├── DocumentError         a results document is invalid (names the field)
     │   ├── ConflictError         a run id already stored with different content
     │   ├── NotFoundError         a commit, branch, run or benchmark is not in the store
+    │   │   └── NoBaselineError   the base side has no runs to stand in for it     (4)
     │   ├── DocumentTooLargeError a document is over the configured size limit
     │   ├── AuthenticationError   no API token, or an unknown or revoked one
     │   ├── PermissionDeniedError the token lacks the scope or is for another project
@@ -17,6 +18,8 @@
         └── GitHubError           GitHub refused or failed
 
 The CLI turns these into one line on stderr and the exit code; the API into one JSON error shape.
+Exit 4 (no baseline) is its own code so that CI can tell "nothing to compare with yet" (a first
+PR, an empty store) from bad input without reading the message (DESIGN §10).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_USAGE = 2
 EXIT_EXTERNAL = 3
+EXIT_NO_BASELINE = 4
 
 
 class PerfgateError(Exception):
@@ -75,6 +79,18 @@ class NotFoundError(InputError):
     """Something named by the user is not in the store."""
 
     code = "not_found"
+
+
+class NoBaselineError(NotFoundError):
+    """The base side of a comparison is not in the store and nothing stands in for it: no runs
+    of the base commit and none of the base branch before the head (a first PR, an empty store).
+
+    Still a NotFoundError (the API answers 404), with its own exit code and error code so that
+    a caller can act on it without reading the message.
+    """
+
+    exit_code = EXIT_NO_BASELINE
+    code = "no_baseline"
 
 
 class AuthenticationError(InputError):

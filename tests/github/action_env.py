@@ -205,6 +205,8 @@ def workflow_run_event(repo: Repo) -> dict[str, Any]:
     return {
         "workflow_run": {
             "id": 5,
+            # The benchmark run that uploaded the artifact: what the report links to.
+            "html_url": "https://github.example/acme/models/actions/runs/5",
             "event": "pull_request",
             "conclusion": "success",
             "head_sha": repo.head,
@@ -241,7 +243,12 @@ def report(job: Actions, work: Path, results: Path, repo: Repo, db: str) -> tupl
     commented = job.run(
         "comment.sh",
         work,
+        # Wired as action.yml wires the report step.
         INPUT_COMPARISON=compared.outputs["comparison"],
+        INPUT_NO_BASELINE=compared.outputs.get("no-baseline", ""),
+        INPUT_BASE=compared.outputs.get("base", ""),
+        INPUT_BASE_BRANCH=compared.outputs.get("base-branch", ""),
+        INPUT_ALTERNATE=ran.outputs.get("alternate", ""),
         INPUT_GITHUB_TOKEN="ghs_actions",
         INPUT_PR=compared.outputs["pr"],
         INPUT_HEAD_SHA=repo.head,

@@ -36,6 +36,12 @@ def test_fork_report_treats_the_artifact_as_data(
     assert compared.outputs["base"] == repo.merge_base and compared.outputs["pr"] == "7"
     assert commented.code == 0, commented.stderr
     assert len(github.perfgate_comments(7)) == 1 and github.statuses[0]["sha"] == repo.head
+    # Links go to the benchmark run that produced the artifact, not to this report's run 77.
+    measured = "https://github.example/acme/models/actions/runs/5"
+    assert github.statuses[0]["target_url"] == measured
+    assert github.check_runs[0]["details_url"] == measured
+    body = github.perfgate_comments(7)[0]["body"]
+    assert measured in body and "/actions/runs/77" not in body
     # Nothing from the fork entered the store: only the base run is there.
     from perfgate.store.connect import open_store
     from perfgate.store.repository import count_rows
@@ -84,3 +90,27 @@ def test_a_non_integer_pr_claim_is_dropped(tmp_path: Path, repo: Repo) -> None:
         "compare.sh", work, INPUT_RESULTS_FILE=str(results), INPUT_PR="7 --token x", INPUT_DB=db
     )
     assert bad.code == 2 and "is not a pull request number" in bad.stdout
+
+
+@pytest.mark.slow
+def test_fork_report_of_an_artifact_folder_with_no_baseline(
+    tmp_path: Path, repo: Repo, github: FakeGitHub
+) -> None:
+    """The report gets the artifact folder; with an empty store it posts the neutral notice on
+    the fork's PR (whose number is still checked against GitHub), linking the measuring run."""
+    job = Actions(tmp_path, event=workflow_run_event(repo), event_name="workflow_run")
+    job.env.update(GITHUB_API_URL=github.url, GITHUB_SHA=repo.main_tip)
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "-q", "--branch", "main", f"file://{repo.origin}", "work")
+    github.add_pull(7, repo.head, head_owner="forker")
+    folder = fork_artifact(tmp_path, repo, pr=7).parent
+
+    compared, commented = report(job, work, folder, repo, f"sqlite:///{tmp_path / 'empty.db'}")
+    assert compared.code == 0, compared.stderr
+    assert compared.outputs["no-baseline"] == "true" and compared.outputs["pr"] == "7"
+    assert commented.code == 0, commented.stderr
+    assert [c["conclusion"] for c in github.check_runs] == ["neutral"]
+    assert [(s["state"], s["sha"]) for s in github.statuses] == [("success", repo.head)]
+    assert github.statuses[0]["target_url"] == "https://github.example/acme/models/actions/runs/5"
+    (comment,) = github.perfgate_comments(7)
+    assert comment["body"].splitlines()[1].startswith("**perfgate: no baseline yet.**")

@@ -89,8 +89,14 @@ def test_shallow_checkout_is_deepened_for_the_merge_base(tmp_path: Path, repo: R
     assert compared.outputs["base"] == repo.merge_base
 
 
-def test_an_empty_store_is_a_notice_not_a_failure(tmp_path: Path, repo: Repo) -> None:
+def test_an_empty_store_is_no_baseline_and_the_pr_is_told(
+    tmp_path: Path, repo: Repo, github: FakeGitHub
+) -> None:
+    """compare exits 4 (no baseline): the step succeeds with no-baseline=true, and the report
+    step posts a neutral check run, a status that does not fail and a one-line comment."""
     job = Actions(tmp_path, event=pr_event(repo), event_name="pull_request")
+    job.env.update(GITHUB_API_URL=github.url, GITHUB_SHA="c" * 40)
+    github.add_pull(7, repo.head)
     work = clone(repo, tmp_path / "work")
     _, head_doc = documents(tmp_path, repo)
     compared = job.run(
@@ -101,9 +107,75 @@ def test_an_empty_store_is_a_notice_not_a_failure(tmp_path: Path, repo: Repo) ->
     )
     assert compared.code == 0, compared.stderr
     assert compared.outputs["comparison"] == "" and compared.outputs["regressions"] == "0"
-    assert "::notice title=perfgate::the store has no runs of" in compared.stdout
+    assert compared.outputs["no-baseline"] == "true"
+    assert compared.outputs["base"] == repo.merge_base
+    assert compared.outputs["base-branch"] == "main"
+    assert "::notice title=perfgate::no baseline: the store has no runs of" in compared.stdout
+
+    reported = job.run(
+        "comment.sh",
+        work,
+        INPUT_NO_BASELINE=compared.outputs["no-baseline"],
+        INPUT_BASE=compared.outputs["base"],
+        INPUT_BASE_BRANCH=compared.outputs["base-branch"],
+        INPUT_COMPARISON=compared.outputs["comparison"],
+        INPUT_GITHUB_TOKEN="ghs_actions",
+        INPUT_PR=compared.outputs["pr"],
+    )
+    assert reported.code == 0, reported.stderr
+    (check,) = github.check_runs
+    assert check["conclusion"] == "neutral"
+    assert check["output"]["title"] == "No baseline yet: nothing compared"
+    (status,) = github.statuses
+    assert (status["state"], status["sha"]) == ("success", repo.head)
+    assert status["description"].startswith("No baseline yet: nothing compared")
+    (comment,) = github.perfgate_comments(7)
+    line = comment["body"].splitlines()[1]
+    assert line.startswith("**perfgate: no baseline yet.**")
+    assert f"merge-base `{repo.merge_base[:12]}`" in line
+    assert "Merge to `main` once" in line and "`alternate: true`" in line
+    assert job.summary.read_text().startswith("**perfgate: no baseline yet.**")
+
     skipped = job.run("comment.sh", work, INPUT_COMPARISON="")
     assert skipped.code == 0 and "nothing was compared" in skipped.stdout
+
+
+def test_only_the_exit_code_says_no_baseline(tmp_path: Path, repo: Repo) -> None:
+    """A base that is a typo in a store with runs is bad input (exit 2), not "no baseline",
+    whatever words the error uses."""
+    job = Actions(tmp_path, event=pr_event(repo), event_name="pull_request")
+    work = clone(repo, tmp_path / "work")
+    base_doc, head_doc = documents(tmp_path, repo)
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    assert job.run("upload.sh", work, INPUT_RESULTS_FILE=str(base_doc), INPUT_DB=db).code == 0
+    typo = job.run(
+        "compare.sh", work, INPUT_RESULTS_FILE=str(head_doc), INPUT_BASE="mian", INPUT_DB=db
+    )
+    assert typo.code == 2, typo.stdout + typo.stderr
+    assert "is neither a results file nor a commit or branch" in typo.stderr
+    assert "no-baseline" not in typo.outputs
+
+
+def test_the_embedded_store_survives_the_workspace(tmp_path: Path, repo: Repo) -> None:
+    """With neither db nor server the store lives outside the workspace (which checkout
+    cleans), one per repository; on a GitHub-hosted runner the step warns that it is lost."""
+    job = Actions(tmp_path, event=pr_event(repo), event_name="pull_request")
+    work = clone(repo, tmp_path / "work")
+    base_doc, head_doc = documents(tmp_path, repo)
+    stored = job.run("upload.sh", work, INPUT_RESULTS_FILE=str(base_doc))
+    assert stored.code == 0, stored.stderr
+    store = tmp_path / ".local" / "share" / "perfgate" / "acme" / "models" / "perfgate.db"
+    assert store.is_file()
+    assert not (work / ".perfgate").exists()
+    assert f"store: the embedded SQLite store {store}" in stored.stdout
+    compared = job.run("compare.sh", work, INPUT_RESULTS_FILE=str(head_doc))
+    assert compared.code == 0, compared.stderr
+    assert compared.outputs["regressions"] == "1"  # the base came from that store
+    job.env.update(RUNNER_ENVIRONMENT="github-hosted", XDG_DATA_HOME=str(tmp_path / "data"))
+    hosted = job.run("upload.sh", work, INPUT_RESULTS_FILE=str(base_doc))
+    assert hosted.code == 0, hosted.stderr
+    assert "::warning title=perfgate::no db or server: the embedded store" in hosted.stdout
+    assert (tmp_path / "data" / "perfgate" / "acme" / "models" / "perfgate.db").is_file()
 
 
 @pytest.mark.slow
@@ -184,6 +256,7 @@ def test_compare_through_a_perfgate_server(tmp_path: Path, repo: Repo) -> None:
             INPUT_SERVER=server,
         )
         assert missing.code == 0 and missing.outputs["comparison"] == ""
+        assert missing.outputs["no-baseline"] == "true"  # the server's 404
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -226,8 +299,10 @@ def test_install_step_keeps_the_runners_torch(tmp_path: Path) -> None:
     installed = job.run(
         "install.sh",
         INPUT_PYTHON=str(BIN / "python"),
-        # Offline: dependencies come from the runner's Python, the build backend too.
-        INPUT_PIP_ARGS="--no-index --no-build-isolation",
+        # Offline: dependencies come from the runner's Python, the build backend too. pip's
+        # own environment variables reach it (there is no pip-args input).
+        PIP_NO_INDEX="1",
+        PIP_NO_BUILD_ISOLATION="0",
     )
     assert installed.code == 0, installed.stderr
     assert "keeping the runner's torch" in installed.stdout
@@ -329,7 +404,8 @@ def test_alternate_with_a_base_that_has_no_benchmarks_measures_the_head_only(
     assert "base-results" not in ran.outputs
 
 
-def test_alternate_without_a_base_measures_the_head_only(tmp_path: Path) -> None:
+def test_alternate_on_a_push_measures_the_head_only_quietly(tmp_path: Path) -> None:
+    """alternate is the default, and main's pushes measure the head alone without a warning."""
     job = Actions(tmp_path, event={"before": "0" * 40}, event_name="push")
     ran = job.run(
         "run.sh",
@@ -338,5 +414,19 @@ def test_alternate_without_a_base_measures_the_head_only(tmp_path: Path) -> None
         PERFGATE_BIN="true",  # nothing is measured here: only the decision is under test
     )
     assert ran.code == 0, ran.stderr
-    assert "alternate: no base commit to measure" in ran.stdout
-    assert "base-results" not in ran.outputs
+    assert "alternate: not a pull request and no base given" in ran.stdout
+    assert "::warning" not in ran.stdout
+    assert "base-results" not in ran.outputs and "alternate" not in ran.outputs
+
+
+def test_alternate_on_a_pr_without_a_merge_base_warns(tmp_path: Path, repo: Repo) -> None:
+    job = Actions(tmp_path, event=pr_event(repo), event_name="pull_request")
+    ran = job.run(
+        "run.sh",
+        INPUT_BENCHMARKS=str(tmp_path / "none"),
+        INPUT_ALTERNATE="true",
+        PERFGATE_BIN="true",  # nothing is measured here: only the decision is under test
+    )  # tmp_path is no git checkout: there is no merge-base
+    assert ran.code == 0, ran.stderr
+    assert "::warning title=perfgate::alternate: no base commit to measure" in ran.stdout
+    assert ran.outputs["alternate"] == "true" and "base-results" not in ran.outputs

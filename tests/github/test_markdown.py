@@ -1,16 +1,17 @@
-"""The PR comment against golden files: a realistic comparison, a quiet one, a huge one."""
+"""The PR comment against golden files: a realistic comparison, a quiet one, a huge suite."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from ghhelpers import BASE_SHA, HEAD_SHA, make_comparison
+from ghhelpers import BASE_SHA, HEAD_SHA
 
 from perfgate.report.checks import (
     check_conclusion,
@@ -18,7 +19,7 @@ from perfgate.report.checks import (
     status_description,
 )
 from perfgate.report.comparison_json import comparison_from_json, comparison_to_json
-from perfgate.report.markdown import COMMENT_LIMIT, Links, render_markdown
+from perfgate.report.markdown import Links, render_markdown
 from perfgate.report.trend import mermaid_chart, sparkline
 from perfgate.results import parse_document
 from perfgate.stats.comparison import compare_documents
@@ -127,11 +128,20 @@ def test_realistic_comment(rich: Comparison) -> None:
     assert summary["regression"] >= 3 and summary["improvement"] >= 1
     rendered = render_markdown(rich, links=LINKS)
     first = rendered.splitlines()[0]
-    assert first.startswith("### ⚠️ 3 regressions, 1 improvement, ")
+    # Benchmarks counted (16 of them, 48 results), the worst change named.
+    assert first.startswith(
+        f"### ⚠️ 3 regressions (worst `{MORE_FLOPS}` flops +100.0%), 1 improvement, 12 unchanged"
+    )
     assert first.endswith("· base `aaaaaaa` (merge-base) → head `bbbbbbb`")
+    assert "16 benchmarks compared, 48 results (flops, peak_memory, time)." in rendered
     assert "```mermaid\nxychart-beta" in rendered and "→" in rendered
     assert "environment changed between base and head" in rendered
     assert "[CI run](https://github.com/acme/models/actions/runs/123456)" in rendered
+    # Each changed row links its trend page on the dashboard, drawn as its sparkline.
+    trend = "https://perf.example/p/acme/models/trend?key=kernel%5Bn%3D128%2Cvariant%3D0%5D"
+    assert f"[▁▁▁▁▁▁▁▁▁→█]({trend}&metric=time&branch=main)" in rendered
+    # The unchanged results are counted, not listed.
+    assert "| ⚪ unchanged" not in rendered
     _golden("comment_realistic.md", rendered)
 
 
@@ -151,19 +161,38 @@ def test_quiet_comment() -> None:
     rendered = render_markdown(
         quiet, links=Links(run_url="https://github.com/acme/models/actions/runs/1")
     )
-    assert rendered.startswith("### ✅ ")
-    assert "No benchmark got measurably slower or faster." in rendered
-    assert status_description(quiet) == "18 unchanged"
+    assert rendered.startswith("### ✅ 6 unchanged · ")
+    assert (
+        "6 benchmarks compared, 18 results (flops, peak_memory, time): no benchmark got "
+        "measurably slower or faster." in rendered
+    )
+    assert "|" not in rendered  # no table at all
+    assert status_description(quiet) == "6 unchanged"
     assert check_conclusion(quiet) == "success"
     _golden("comment_no_change.md", rendered)
 
 
-def test_huge_comment_is_cut_with_a_note() -> None:
-    huge = make_comparison(slow=1.0, benchmarks=400)
-    rendered = render_markdown(huge)
-    assert len(rendered) <= COMMENT_LIMIT
-    assert "more results left out to stay under GitHub's comment size limit" in rendered
-    assert rendered.rstrip().endswith("perfgate</sub>")
+def test_huge_suite_with_five_regressions() -> None:
+    """500 benchmarks, 5 of them 3x slower: the regressions first, the rest summarised."""
+    base = synthetic_document(benchmarks=500, samples=20, seed=1, commit=BASE_SHA)
+    slow = [b["key"] for b in base["benchmarks"]][::100]
+    head = synthetic_document(
+        benchmarks=500, samples=20, seed=2, commit=HEAD_SHA, slowdown=dict.fromkeys(slow, 3.0)
+    )
+    huge = compare_documents([parse_document(base)], [parse_document(head)])
+    assert huge.summary()["regression"] == 5
+    rendered = render_markdown(huge, links=LINKS)
+    assert len(rendered.encode()) < 20_000
+    lines = rendered.splitlines()
+    assert lines[0].startswith("### ⚠️ 5 regressions (worst `")
+    rows = [line for line in lines if line.startswith("| `")]
+    # The changes table comes first and holds exactly the five regressions.
+    assert {row.split(" | ")[0][3:-1] for row in rows[:5]} == set(slow)
+    assert all(row.endswith("| 🔴 regression |") for row in rows[:5])
+    # The other results: a few, with why; the unchanged ones only counted.
+    assert "Other results: 495 inconclusive (20 shown); 1,000 unchanged" in rendered
+    assert len(rows) == 5 + 20
+    assert "| ⚪ unchanged" not in rendered
     _golden("comment_huge.md", rendered)
 
 
@@ -186,8 +215,8 @@ def test_many_regressions_fold_in_order() -> None:
     rendered = render_markdown(many, limit=5_000)
     assert len(rendered) <= 5_000
     assert "more changes left out here" in rendered
-    assert "more regressions left out to save space" in rendered
-    assert "more results left out" in rendered
+    assert "more regressed benchmarks left out to save space" in rendered
+    assert re.search(r"Other results: 180 inconclusive \(\d+ shown\)", rendered)
     notes = regression_annotations(many)
     regressions = many.summary()["regression"]
     assert regressions > 9

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from perfgate.stats.model import (
     Comparison,
     Flag,
     MetricResult,
+    OpDelta,
     SideInfo,
     SideSummary,
     Verdict,
@@ -166,24 +168,51 @@ def test_flagged_rows_come_right_after_regressions() -> None:
 def test_markdown_names_the_possible_regression_in_words() -> None:
     rendered = render_markdown(possible())
     lines = rendered.splitlines()
-    assert lines[0].startswith("### 🟡 1 possible regression, 1 improvement, ")
+    assert lines[0].startswith(
+        f"### 🟡 1 possible regression (`{FLAGGED}` time +45.0%), 1 improvement, "
+    )
     assert "✅" not in lines[0]
     changes = [line for line in lines if line.startswith("| `")]
-    # The changes table: the possible regression first, the improvement after it.
-    assert changes[0].startswith(f"| `{FLAGGED}` ")
-    assert changes[0].endswith("| 🟡 inconclusive · possible regression |")
-    assert changes[1].startswith(f"| `{FAST}` ")
-    assert f"**`{FLAGGED}` time +45.0%** (inconclusive · possible regression)" in rendered
-    assert "1 possible regression (changed far beyond the threshold" in rendered
-    # The plain inconclusive one is still listed as noisy; the flagged one is not.
-    noisy = next(line for line in lines if "inconclusive (too noisy" in line)
-    assert noisy.startswith(f"- 1 inconclusive (too noisy to decide at this threshold): `{NOISY}`")
+    # The changes table holds the improvement; the possible regression has its own section
+    # after it, with why; the plain inconclusive one is folded with the other results.
+    assert changes[0].startswith(f"| `{FAST}` ") and changes[0].endswith("| 🟢 improvement |")
+    assert changes[1].startswith(f"| `{FLAGGED}` ")
+    assert changes[1].endswith(
+        "| 🟡 inconclusive · possible regression | +45% is far beyond the threshold, but the "
+        "95% CI still reaches below it |"
+    )
+    section = lines.index(
+        "**1 possible regression**: changed far beyond the threshold, but the 95% CI still "
+        "reaches below it; more rounds (`perfgate run --rounds 3`) decide whether it is real."
+    )
+    assert lines.index(changes[0]) < section < lines.index(changes[1])
+    assert changes[2].startswith(f"| `{NOISY}` ") and changes[2].endswith(
+        "| 🟡 inconclusive | inconclusive at this threshold |"
+    )
+    assert "<details><summary>Other results: 1 inconclusive; 1 unchanged</summary>" in lines
+
+
+def test_possible_regressions_stay_out_of_the_regressions_details() -> None:
+    ops = [OpDelta("aten::mm", 10.0, 20.0, 10.0, 1, 1)]
+    comparison = _comparison(
+        replace(_result(SLOW, "regression", 1.3), attribution=ops),
+        replace(_flagged(), attribution=[OpDelta("aten::bmm", 1.0, 9.0, 8.0, 1, 1)]),
+    )
+    lines = render_markdown(comparison).splitlines()
+    details = lines.index(f"**`{SLOW}`**: time +30.0%")
+    section = next(i for i, line in enumerate(lines) if line.startswith("**1 possible regr"))
+    assert details < section
+    assert f"**`{FLAGGED}`**" not in "\n".join(lines)  # no details section of its own
+    assert any(line.startswith("| `aten::mm` ") for line in lines[details:section])
+    assert not any("aten::bmm" in line for line in lines)  # the short section has no ops
+    table = [line for line in lines[:details] if line.startswith("| `")]
+    assert [row.split(" | ")[0] for row in table] == [f"| `{SLOW}`"]
 
 
 def test_terminal_names_the_possible_regression_in_words() -> None:
     text = _terminal(possible())
     first, *rest = text.splitlines()
-    assert first.startswith("🟡 1 possible regression, ")
+    assert first.startswith(f"🟡 1 possible regression ({FLAGGED} time +45.0%), ")
     row = next(line for line in rest if line.startswith(FLAGGED))
     assert "inconclusive · possible regression" in row
     assert "far beyond the threshold" in row
@@ -235,9 +264,11 @@ def test_json_without_the_new_fields_still_reads() -> None:
 
 
 def test_speed_levels_are_shown_next_to_the_row() -> None:
-    comparison = _comparison(_result(MODES, "unchanged", 1.0, levels=(1.0, 1.31)))
+    comparison = _comparison(_result(MODES, "inconclusive", 1.0, levels=(1.0, 1.31)))
     row = next(line for line in render_markdown(comparison).splitlines() if MODES in line)
-    assert row.endswith("| ⚪ unchanged · speed levels 1.00x / 1.31x |")
+    assert row.endswith(
+        "| 🟡 inconclusive · speed levels 1.00x / 1.31x | inconclusive at this threshold |"
+    )
     text = _terminal(comparison)
     assert "speed levels 1.00x / 1.31x" in next(line for line in text.splitlines() if MODES in line)
 
@@ -264,8 +295,11 @@ def test_a_suite_wide_shift_lists_the_benchmarks_that_moved() -> None:
     comparison = _shift(3)
     assert summary_phrase(comparison).startswith("3 of 13 benchmarks +24.0% together, ")
     lines = render_markdown(comparison).splitlines()
-    assert lines[0].startswith("### ⚠️ 3 of 13 benchmarks +24.0% together, 3 regressions, ")
-    assert lines[2] == (
+    assert lines[0].startswith(
+        "### ⚠️ 3 of 13 benchmarks +24.0% together, 3 regressions (worst `kernel[n=0]` time "
+        "+24.0%), 10 unchanged · "
+    )
+    assert lines[4] == (
         "Moved together (+24.0%, 95% CI +19.0% … +29.0%): "
         "`kernel[n=0]`, `kernel[n=1]`, `kernel[n=2]`."
     )
@@ -278,8 +312,8 @@ def test_a_suite_wide_shift_lists_the_benchmarks_that_moved() -> None:
 
 def test_a_long_affected_list_is_cut_short() -> None:
     lines = render_markdown(_shift(11)).splitlines()
-    assert lines[2].endswith("`kernel[n=7]` and 3 more.")
-    assert "`kernel[n=8]`" not in lines[2]
+    assert lines[4].endswith("`kernel[n=7]` and 3 more.")
+    assert "`kernel[n=8]`" not in lines[4]
 
 
 def test_annotations_warn_on_possible_regressions_after_regressions() -> None:

@@ -12,13 +12,15 @@ import dataclasses
 import re
 from html.parser import HTMLParser
 from typing import Any
+from urllib.parse import urlsplit
 
+import pytest
 from ghhelpers import BASE_SHA, HEAD_SHA
 from markdown_it import MarkdownIt
 
 from perfgate.github.actions import warning_command
 from perfgate.report.checks import check_summary, regression_annotations
-from perfgate.report.markdown import render_markdown
+from perfgate.report.markdown import Links, render_markdown
 from perfgate.report.untrusted import code_span, one_line, plain_text
 from perfgate.results import make_key, parse_document
 from perfgate.stats.comparison import compare_documents
@@ -36,8 +38,9 @@ OP = f"aten::``mm`` </details>{IMG} {LINK} @octocat"
 UNIT = IMG  # 28 characters: within the results format's 32
 BRANCH = f"main</details>{IMG}@octocat"
 # What the template itself opens and closes: the trend chart of the one regression with history,
-# and the folded table of every result.
+# and the folded table of the other results (the failed benchmark, the inconclusive ones).
 TEMPLATE_DETAILS = 2
+DASHBOARD = "https://perf.example/compare?project=acme%2Fmodels&base=a&head=b"
 MENTION = re.compile(r"(?<![\w@])[@#][A-Za-z0-9]")
 
 
@@ -141,12 +144,19 @@ def _as_github_shows(markdown: str) -> _Html:
     return parsed
 
 
-def test_hostile_names_render_inert() -> None:
-    rendered = render_markdown(hostile())
+@pytest.mark.parametrize("links", [None, Links(dashboard_url=DASHBOARD)], ids=["plain", "trend"])
+def test_hostile_names_render_inert(links: Links | None) -> None:
+    rendered = render_markdown(hostile(), links=links)
     page = _as_github_shows(rendered)
 
     assert "img" not in page.starts
-    assert not [h for h in page.hrefs if "evil" in h]
+    # Links go to the dashboard only; a hostile key is percent-encoded in a trend link's query.
+    assert all(urlsplit(h).netloc == "perf.example" for h in page.hrefs)
+    assert not [h for h in page.hrefs if "evil" in h and "/trend?" not in h]
+    trends = [h for h in page.hrefs if "/trend?" in h]
+    assert len(trends) == (0 if links is None else 2)  # the two regressed metrics of KEY
+    for href in trends:
+        assert href.startswith("https://perf.example/p/acme/models/trend?key=bench%60%3Cimg")
     assert page.starts.count("details") == page.ends.count("details") == TEMPLATE_DETAILS
     headings = [t for t in page.starts if re.fullmatch(r"h[1-6]", t)]
     assert headings == ["h3"]  # the verdict line, and no `# owned`

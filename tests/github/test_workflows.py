@@ -15,7 +15,16 @@ ROOT = Path(__file__).resolve().parents[2]
 CI = ROOT / "ci"
 WORKFLOWS = sorted((CI / "workflows").glob("*.yml"))
 # Inputs a script reads that have a sensible default and need not come from action.yml.
-OPTIONAL_SCRIPT_INPUTS = {"INPUT_OUT_DIR", "INPUT_PIP_ARGS"}
+OPTIONAL_SCRIPT_INPUTS = {"INPUT_OUT_DIR"}
+# The first major version of each action that runs on Node 24 (Node 20 is deprecated on runners).
+NODE24_MAJOR = {
+    "actions/checkout": 5,
+    "actions/setup-python": 6,
+    "actions/upload-artifact": 6,
+    "actions/download-artifact": 7,
+    "actions/github-script": 8,
+    "actions/cache": 5,
+}
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -168,7 +177,56 @@ def test_pr_and_main_workflows() -> None:
     main, job = _job(Path("perfgate-main.yml"))
     assert _on(main)["push"]["branches"] == ["main"]
     assert main["concurrency"]["cancel-in-progress"] is False  # every main run is history
+    # GitHub keeps one pending run per group and cancels the rest: one group for all of main
+    # would drop queued commits from the history; one per commit drops none.
+    assert "github.sha" in main["concurrency"]["group"]
     assert "pull-requests" not in main["permissions"]
+    assert _perfgate_step(job)["with"]["alternate"] == "false"  # main's history: the head only
+
+
+def test_alternate_is_the_pull_request_default(action: dict[str, Any]) -> None:
+    """Alternating rounds are the only verdict independent of another job's machine."""
+    alternate = action["inputs"]["alternate"]
+    assert alternate["default"] == "true"
+    # The description says what each choice costs.
+    assert "twice the benchmark time" in alternate["description"]
+    assert "main's history" in alternate["description"]
+    _, job = _job(Path("perfgate-pr.yml"))
+    assert _perfgate_step(job)["with"]["alternate"] == "true"
+    _, fork_job = _job(Path("perfgate-fork-benchmarks.yml"))
+    assert _perfgate_step(fork_job)["with"]["alternate"] == "true"
+    assert fork_job["steps"][0]["with"]["fetch-depth"] == 0  # the merge-base to measure
+
+
+@pytest.mark.parametrize("path", [*WORKFLOWS, CI / "action.yml"], ids=lambda p: p.name)
+def test_actions_run_on_node_24(path: Path) -> None:
+    for step in _steps(_load(path)):
+        uses = str(step.get("uses", ""))
+        if not uses.startswith("actions/"):
+            continue
+        name, _, version = uses.partition("@")
+        assert name in NODE24_MAJOR, f"{path.name}: add {name}'s first Node 24 major to the table"
+        major = re.fullmatch(r"v(\d+)(\.\d+)*", version)
+        assert major, f"{path.name}: {uses} is not pinned to a version tag"
+        assert int(major.group(1)) >= NODE24_MAJOR[name], f"{path.name}: {uses} runs on Node 20"
+
+
+def test_artifact_names_do_not_collide(action: dict[str, Any]) -> None:
+    """upload-artifact refuses a second artifact of the same name in one workflow run."""
+    (upload,) = [s for s in action["runs"]["steps"] if "upload-artifact" in s.get("uses", "")]
+    assert upload["with"]["name"] == "${{ inputs.artifact-name }}"
+    assert "github.job" in action["inputs"]["artifact-name"]["default"]
+    for path in WORKFLOWS:
+        for job in _load(path)["jobs"].values():
+            matrix = job.get("strategy", {}).get("matrix")
+            for step in job["steps"]:
+                if str(step.get("uses", "")).endswith("/perfgate/ci@v1") and matrix:
+                    assert "matrix." in step.get("with", {}).get("artifact-name", ""), path.name
+
+
+def test_the_embedded_store_is_documented_as_per_runner(action: dict[str, Any]) -> None:
+    db = action["inputs"]["db"]["description"]
+    assert "outside the workspace" in db and "`db` or `server`" in db
 
 
 def test_fork_safe_pair() -> None:
@@ -177,6 +235,9 @@ def test_fork_safe_pair() -> None:
     # Half 1 runs untrusted code: pull_request (never _target), read-only token, no secrets.
     assert set(_on(bench)) == {"pull_request"}
     assert bench["permissions"] == {"contents": "read"}
+    # Forks only: a same-repository PR is measured by perfgate-pr.yml, and twice would race on
+    # the one comment.
+    assert bench_job["if"] == "github.event.pull_request.head.repo.full_name != github.repository"
     assert "secrets." not in (CI / "workflows" / "perfgate-fork-benchmarks.yml").read_text()
     step = _perfgate_step(bench_job)
     assert step["with"]["run-only"] == "true"
@@ -202,7 +263,13 @@ def test_fork_safe_pair() -> None:
     report_with = _perfgate_step(report_job)["with"]
     assert report_with["head-sha"] == "${{ github.event.workflow_run.head_sha }}"
     assert report_with["upload"] == "false"  # fork results never enter the history
-    assert report_with["results"].startswith("${{ runner.temp }}/fork-results/")
+    assert report_with["results"] == "${{ runner.temp }}/fork-results"  # the artifact folder
+    # Advisory: a fork's regression never turns the default branch's run red.
+    assert report_with["fail-on-regression"] == "false"
+    # One report per PR at a time (a fork's PR: its head repository and branch).
+    group = report["concurrency"]["group"]
+    assert "workflow_run.head_repository.full_name" in group
+    assert "workflow_run.head_branch" in group
 
 
 def test_readme_documents_every_input_and_output(action: dict[str, Any]) -> None:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 import click
 
 from perfgate.config import ENV_SERVER, GitHubContext
 from perfgate.errors import DocumentError, InputError, UsageError
+
+if TYPE_CHECKING:
+    from perfgate.github.event import EventInfo
 
 
 def dashboard_url(
@@ -36,8 +40,38 @@ def _load(path: Path) -> object:
         raise DocumentError(f"not JSON ({exc})", source=str(path)) from None
 
 
+def _event_or_none(context: GitHubContext) -> EventInfo | None:
+    """The event payload, or None when it cannot be read (that is reported where the target is
+    resolved, after the job summary was written)."""
+    from perfgate.github.event import read_event
+
+    try:
+        return read_event(context.event_path, name=context.event_name)
+    except InputError:
+        return None
+
+
 @click.command("comment")
-@click.argument("comparison", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("comparison", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--no-baseline",
+    is_flag=True,
+    help="Instead of a COMPARISON: say that nothing could be compared yet (`perfgate compare` "
+    "exited 4): a one-line comment with what to do, a neutral check run, a status that does "
+    "not fail.",
+)
+@click.option("--base", metavar="SHA", help="With --no-baseline: the base commit that had no runs.")
+@click.option(
+    "--base-branch",
+    default="main",
+    show_default=True,
+    help="With --no-baseline: the branch whose history is the baseline.",
+)
+@click.option(
+    "--alternate",
+    is_flag=True,
+    help="With --no-baseline: this job tried to measure the base itself and could not.",
+)
 @click.option("--repo", envvar="GITHUB_REPOSITORY", show_envvar=True, help="owner/name.")
 @click.option(
     "--pr", type=click.IntRange(min=1), help="Pull request number [default: from the event]."
@@ -68,7 +102,11 @@ def _load(path: Path) -> object:
 )
 def command(
     *,
-    comparison: Path,
+    comparison: Path | None,
+    no_baseline: bool,
+    base: str | None,
+    base_branch: str,
+    alternate: bool,
     repo: str | None,
     pr: int | None,
     sha: str | None,
@@ -81,22 +119,41 @@ def command(
 
     One comment per PR, edited in place; a commit status (context `perfgate`) and a check run on
     the head commit. Inside GitHub Actions the same markdown goes to the job summary first, and
-    each regression becomes a warning annotation.
+    each regression becomes a warning annotation. In a `workflow_run` job the links point at the
+    run that measured, not at the report's own run.
+
+    With --no-baseline instead of COMPARISON (after `perfgate compare` exited 4): a one-line
+    comment saying what to do, a neutral check run and a commit status that does not fail.
     """
     from perfgate.github.actions import warning_command, write_step_summary
     from perfgate.report.checks import regression_annotations
     from perfgate.report.comparison_json import comparison_from_json
     from perfgate.report.markdown import Links, render_markdown
 
-    found = comparison_from_json(_load(comparison), source=str(comparison))
+    if (comparison is None) == (not no_baseline):
+        raise UsageError("pass either a COMPARISON file or --no-baseline (one of the two)")
     context = GitHubContext.from_env()
-    links = Links(
-        run_url=context.run_url,
-        dashboard_url=dashboard_url(
-            server, project=repo, base=found.base.commit, head=found.head.commit
-        ),
-    )
-    markdown = render_markdown(found, links=links)
+    event = _event_or_none(context)
+    # In a workflow_run job (the fork-safe report) the run to link is the one that measured.
+    run_url = (event.run_url if event else None) or context.run_url
+    found = None
+    if comparison is not None:
+        found = comparison_from_json(_load(comparison), source=str(comparison))
+        links = Links(
+            run_url=run_url,
+            dashboard_url=dashboard_url(
+                server, project=repo, base=found.base.commit, head=found.head.commit
+            ),
+        )
+        markdown = render_markdown(found, links=links)
+        details_url = links.dashboard_url or links.run_url
+    else:
+        from perfgate.github.no_baseline import NoBaseline, no_baseline_markdown
+
+        notice = NoBaseline(base_branch=base_branch, base=base, alternate=alternate)
+        on_pr = pr is not None or (event is not None and (event.pr or event.is_workflow_run))
+        markdown = no_baseline_markdown(notice, pull_request=bool(on_pr))
+        details_url = run_url
 
     # Written before GitHub is called: a GitHub failure loses nothing.
     if context.step_summary:
@@ -105,7 +162,7 @@ def command(
             click.echo(f"wrote the job summary ({context.step_summary})", err=True)
         except InputError as exc:  # the comment can still carry the verdict
             click.echo(f"warning: {exc}", err=True)
-    if context.actions:
+    if context.actions and found is not None:
         for annotation in regression_annotations(found):
             click.echo(warning_command(annotation))
 
@@ -135,16 +192,30 @@ def command(
     api = GitHub3API(
         api_url=api_url, token=token, repo=target.repo, backoff=backoff, notify=progress
     )
-    outcome = publish(
-        api,
-        found,
-        target,
-        markdown=markdown,
-        mode=mode,
-        details_url=links.dashboard_url or links.run_url,
-        backoff=backoff,
-        notify=notify,
-    )
+    if found is not None:
+        outcome = publish(
+            api,
+            found,
+            target,
+            markdown=markdown,
+            mode=mode,
+            details_url=details_url,
+            backoff=backoff,
+            notify=notify,
+        )
+    else:
+        from perfgate.github.no_baseline import publish_no_baseline
+
+        outcome = publish_no_baseline(
+            api,
+            notice,
+            target,
+            markdown=markdown,
+            mode=mode,
+            details_url=details_url,
+            backoff=backoff,
+            notify=notify,
+        )
     click.echo(
         f"comment: {outcome.comment}" + (f" {outcome.comment_url}" if outcome.comment_url else "")
     )

@@ -73,6 +73,15 @@ def command(
     prefix. Each benchmark's noise is learnt from the rounds compared, the store's earlier runs
     of the base branch on the same runner (5 or more also raise its threshold to its run-to-run
     spread) and the runner's calibration record (perfgate calibrate); see docs/comparator.md.
+
+    \b
+    Exit codes:
+      0  compared (regressions or not, without --fail-on-regression)
+      1  a regression was found and --fail-on-regression was given
+      2  bad usage or input: an unreadable file, a HEAD or branch not in the store
+      3  the store (database) failed
+      4  no baseline: the store has no runs of BASE, nor of --base-branch before HEAD
+         (a first PR, an empty store); CI posts a neutral check instead of a verdict
     """
     # Imported here: scipy costs a second, and `perfgate --help` should not pay it.
     from perfgate.stats.compare import CompareSettings
@@ -131,11 +140,10 @@ def build_comparison(
             if base in files:
                 base_side = comparisons.load_side_file(files[base], max_bytes=max_bytes)
             else:
-                name = project or head_side.documents[0].run.project
                 base_side = comparisons.require_documents(
-                    comparisons.resolve_side(
+                    comparisons.resolve_base(
                         session,
-                        project_id=comparisons.project_id_for(session, name=name),
+                        project=project or head_side.documents[0].run.project,
                         ref=base,
                         fallback_branch=base_branch,
                         before=head_side.started_at,

@@ -9,6 +9,7 @@ elsewhere (an artifact) is only a claim that must be checked against the API.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 from perfgate.errors import InputError
 
 PULL_REQUEST_EVENTS = ("pull_request", "pull_request_target")
+# A workflow run's page; anything else in the payload's `html_url` is not used as a link.
+_RUN_URL = re.compile(r"https?://[^\s()<>\[\]]+/actions/runs/[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,9 @@ class EventInfo:
     # The owner of the head repository and its branch: how a fork's PR is found again.
     head_owner: str | None = None
     head_branch: str | None = None
+    # workflow_run: the page of the run that measured (and uploaded the artifact), which is what
+    # the report links to, not the report's own run.
+    run_url: str | None = None
 
     @property
     def is_workflow_run(self) -> bool:
@@ -46,6 +52,11 @@ def _number(value: object) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     return None
+
+
+def _run_url(value: object) -> str | None:
+    url = _text(value)
+    return url if url and _RUN_URL.fullmatch(url) else None
 
 
 def parse_event(payload: object, *, name: str | None = None) -> EventInfo:
@@ -91,6 +102,7 @@ def parse_event(payload: object, *, name: str | None = None) -> EventInfo:
                 _mapping(_mapping(run.get("head_repository")).get("owner")).get("login")
             ),
             head_branch=_text(run.get("head_branch")),
+            run_url=_run_url(run.get("html_url")),
         )
     if name == "push":
         return EventInfo(

@@ -181,6 +181,49 @@ def publish(
     if mode not in MODES:
         raise UsageError(f"--mode: {mode!r} is not one of {', '.join(MODES)}")
     _check_head(comparison, target)
+    return post_verdict(
+        api,
+        target,
+        Verdict(
+            markdown=markdown,
+            new_comment=wants_comment(mode, comparison),
+            state=status_state(comparison),
+            description=status_description(comparison),
+            conclusion=check_conclusion(comparison),
+            title=check_title(comparison),
+        ),
+        mode=mode,
+        details_url=details_url,
+        backoff=backoff,
+        notify=notify,
+    )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What goes to GitHub, already rendered: the comment's markdown (without the marker),
+    whether it may start a new comment, the commit status and the check run."""
+
+    markdown: str
+    new_comment: bool
+    state: str
+    description: str
+    conclusion: str
+    title: str
+
+
+def post_verdict(
+    api: GitHubAPI,
+    target: Target,
+    verdict: Verdict,
+    *,
+    mode: str,
+    details_url: str | None,
+    backoff: Backoff,
+    notify: Callable[[str], None] = lambda _m: None,
+) -> Outcome:
+    """The comment (new only if `verdict.new_comment`; an existing one is always kept up to
+    date), the status and the check run on `target`; failures are reported together."""
     outcome = Outcome()
     failures: list[GitHubError] = []
     pr = _verified_pr(api, target, outcome)
@@ -188,9 +231,9 @@ def publish(
     if pr is not None:
         try:
             existing = api.find_comment(pr, MARKER)
-            if wants_comment(mode, comparison) or existing is not None:
+            if verdict.new_comment or existing is not None:
                 outcome.comment, info = upsert_comment(
-                    api, pr, f"{MARKER}\n{markdown}", existing=existing, backoff=backoff
+                    api, pr, f"{MARKER}\n{verdict.markdown}", existing=existing, backoff=backoff
                 )
                 outcome.comment_url = info.html_url
             else:
@@ -203,25 +246,27 @@ def publish(
         outcome.comment = "skipped (no pull request)"
 
     try:
-        state = status_state(comparison)
-        description = status_description(comparison)
-        api.create_status(target.sha, state=state, description=description, target_url=details_url)
-        outcome.status = f"{state}: {description}"
+        api.create_status(
+            target.sha,
+            state=verdict.state,
+            description=verdict.description,
+            target_url=details_url,
+        )
+        outcome.status = f"{verdict.state}: {verdict.description}"
     except GitHubError as exc:
         if exc.status == 401:
             raise
         failures.append(exc)
 
-    conclusion = check_conclusion(comparison)
     try:
         outcome.check_url = api.create_check_run(
             target.sha,
-            conclusion=conclusion,
-            title=check_title(comparison),
-            summary=check_summary(markdown),
+            conclusion=verdict.conclusion,
+            title=verdict.title,
+            summary=check_summary(verdict.markdown),
             details_url=details_url,
         )
-        outcome.check = conclusion
+        outcome.check = verdict.conclusion
     except ChecksUnavailable as exc:
         outcome.check = "skipped"
         outcome.warnings.append(

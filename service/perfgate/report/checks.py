@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from perfgate.report.units import format_change, format_ci, format_value
 from perfgate.report.verdicts import (
     affected_list,
+    raw_change,
     raw_ci,
-    raw_ratio,
     severity_order,
     shift_phrase,
     shifted,
@@ -74,7 +74,8 @@ def status_state(comparison: Comparison) -> str:
 
 
 def status_description(comparison: Comparison) -> str:
-    """`2 regressions, 1 improvement, 31 unchanged`, cut at a comma to fit 140 characters."""
+    """`2 regressions, 1 improvement, 31 unchanged` (benchmarks, as the comment's headline),
+    cut at a comma to fit 140 characters."""
     phrase = summary_phrase(comparison)
     if len(phrase) <= STATUS_DESCRIPTION_LIMIT:
         return phrase
@@ -123,7 +124,7 @@ def _annotation(result: MetricResult, title: str) -> Annotation:
         title=f"perfgate: {result.key} {result.metric} {title}",
         message=(
             f"{result.key} {result.metric}: {base} → {head} "
-            f"({format_change(raw_ratio(result))}"
+            f"({format_change(raw_change(result))}"
             + (f", 95% CI {format_ci(ci)}" if ci else "")
             + f"). {result.reason}"
         ),

@@ -7,13 +7,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from perfgate.report.markdown import TOP_OPS_SHOWN, headline
+from perfgate.report.comment_parts import TOP_OPS_SHOWN
 from perfgate.report.units import format_change, format_ci, format_value
+from perfgate.report.untrusted import one_line
 from perfgate.report.verdicts import (
     affected_list,
+    headline,
     levels_note,
+    raw_change,
     raw_ci,
-    raw_ratio,
     severity_order,
     shifted,
     verdict_label,
@@ -46,7 +48,8 @@ def _reason(result: MetricResult) -> str:
 def render_terminal(
     comparison: Comparison, console: Console, *, show_unchanged: bool = True
 ) -> None:
-    console.print(escape(headline(comparison)), highlight=False)
+    # Plain text: names as they are (on one line), no markdown code spans or HTML entities.
+    console.print(escape(headline(comparison, name=one_line, text=one_line)), highlight=False)
     common = shifted(comparison)
     if common is not None and common.affected:
         console.print(f"moved together: {escape(affected_list(common))}", highlight=False)
@@ -71,7 +74,7 @@ def render_terminal(
             result.metric,
             format_value(result.base.median, result.unit) if result.base else "—",
             format_value(result.head.median, result.unit) if result.head else "—",
-            format_change(raw_ratio(result)),
+            format_change(raw_change(result)),
             format_ci(raw_ci(result)),
             _verdict(result),
             _reason(result),

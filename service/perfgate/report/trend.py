@@ -1,9 +1,11 @@
-"""Trend pictures that GitHub renders inline: a Unicode sparkline and a mermaid xychart."""
+"""Trend pictures that GitHub renders inline (a Unicode sparkline, a mermaid xychart), and the
+link to a benchmark's trend page on the dashboard."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 from perfgate.report.units import format_value
 from perfgate.report.untrusted import one_line
@@ -84,3 +86,25 @@ def mermaid_chart(result: MetricResult) -> str | None:
             "```",
         ]
     )
+
+
+def trend_page_url(
+    dashboard_url: str | None, *, key: str, metric: str, branch: str | None
+) -> str | None:
+    """The dashboard's trend page of one benchmark metric, next to the comparison page.
+
+    `perfgate comment --server S` links the comparison as `S/compare?project=P&base=&head=`; the
+    same server draws a benchmark's trend at `S/p/P/trend?key=&metric=&branch=`. None when there
+    is no dashboard link or it has another shape. Every part is percent-encoded, so a key can
+    neither end the markdown link nor add a parameter.
+    """
+    if not dashboard_url:
+        return None
+    parts = urlsplit(dashboard_url)
+    project = parse_qs(parts.query).get("project", [""])[0]
+    if not parts.path.endswith("/compare") or not project or not parts.netloc:
+        return None
+    root = parts.path.removesuffix("/compare")
+    query = {"key": key, "metric": metric} | ({"branch": branch} if branch else {})
+    path = f"{root}/p/{quote(project, safe='/')}/trend"
+    return urlunsplit((parts.scheme, parts.netloc, path, urlencode(query), ""))

@@ -251,6 +251,9 @@ class History:
     tail: float | None = None
     #: Each metric's own tail weight, shrunk towards the runner's (`tail_dfs`).
     tails: dict[MetricKey, float] = field(default_factory=dict)
+    #: How much further a new run sits from the level of the runs before it than their spread
+    #: predicts (variance, log): the benchmarks' slow wander, with df (`wander`).
+    wander: Evidence | None = None
 
     @classmethod
     def empty(cls, runs: int = 0) -> History:
@@ -313,7 +316,32 @@ def history_noise(runs: Sequence[PastRun]) -> History:
         machine=machine,
         tail=tail,
         tails=tail_dfs(timed_segments) if tail is not None else {},
+        wander=wander(timed_segments),
     )
+
+
+def wander(groups: Mapping[MetricKey, Sequence[np.ndarray]]) -> Evidence | None:
+    """The runner's excess variance of a new run around the level of the runs before it.
+
+    A baseline that averages a segment's runs is only as good as the level it averages still
+    holding: benchmarks that wander slowly (thermal state, neighbours, a drifting clock) sit
+    further from their past average than independent runs would. For every run after the first
+    `MIN_HISTORY_RUNS` of a segment: its squared distance from the mean of the runs before it,
+    less what the segment's spread predicts for that distance, s² (1 + 1/i); the mean of that
+    over all metrics, at least 0, worth one df per such run.
+    """
+    excess: list[float] = []
+    for parts in groups.values():
+        for part in parts:
+            if part.size <= MIN_HISTORY_RUNS:
+                continue
+            spread = float(np.var(part, ddof=1))
+            for i in range(MIN_HISTORY_RUNS, part.size):
+                gap = float(part[i] - np.mean(part[:i]))
+                excess.append(gap**2 - spread * (1 + 1 / i))
+    if not excess:
+        return None
+    return Evidence(var=max(float(np.mean(excess)), 0.0), df=float(len(excess)))
 
 
 # A step fewer than MIN_HISTORY_RUNS runs ago is too short for the change-point detector; the

@@ -2,7 +2,9 @@
 
 Runs stored for the same commit are pooled as rounds; earlier runs of the base branch give the
 comparator its history noise model; a base commit without data falls back, with a warning, to
-the nearest earlier run of the base branch.
+the nearest earlier run of the base branch. A base that the store has nothing for (an empty
+store, a project it has never seen, no runs of the base commit nor of the base branch before the
+head) is NoBaselineError, exit 4: a first PR's state, not a mistake in the input.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from perfgate.errors import NotFoundError, UsageError
+from perfgate.errors import NoBaselineError, NotFoundError, UsageError
 from perfgate.results import ResultsDocument, load_document
 from perfgate.stats.calibration import Calibration
 from perfgate.stats.compare import CompareSettings
@@ -104,6 +106,12 @@ def resolve_side(
                     f"({runs[0].started_at:%Y-%m-%d %H:%M} UTC)"
                 ],
             )
+    if fallback_branch and (_COMMITISH.match(ref) or ref == fallback_branch):
+        # Nothing can stand in for the base: the store has no baseline yet (a first PR).
+        raise NoBaselineError(
+            f"no baseline: base {ref[:12]} has no runs in the store, and {fallback_branch} "
+            "has none before the head (runs of the base branch build the baseline)"
+        )
     raise NotFoundError(f"{ref!r} is neither a results file nor a commit or branch in the store")
 
 
@@ -175,6 +183,23 @@ def compare_sides(
 
 def project_id_for(session: Session, *, name: str | None) -> int:
     return queries.resolve_project(session, name=name).id
+
+
+def resolve_base(
+    session: Session, *, project: str, ref: str, fallback_branch: str, before: datetime
+) -> Side:
+    """The base side of a comparison whose head is `project`'s: like `resolve_side` with the
+    base branch as fallback, and NoBaselineError when the store has never seen the project."""
+    try:
+        project_id = project_id_for(session, name=project)
+    except NotFoundError:
+        raise NoBaselineError(
+            f"no baseline: the store has no runs of project {project!r} yet, so nothing stands "
+            f"in for base {ref[:12]} (runs of {fallback_branch} build the baseline)"
+        ) from None
+    return resolve_side(
+        session, project_id=project_id, ref=ref, fallback_branch=fallback_branch, before=before
+    )
 
 
 def require_documents(side: Side, what: str) -> Side:
