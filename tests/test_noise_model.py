@@ -445,3 +445,16 @@ def test_a_step_three_runs_ago_is_left_out_of_the_noise_and_the_baseline() -> No
     result = _time(compare_documents(base, head, history=history))["b4"]
     assert result.verdict == "regression", result.reason
     assert "last 3 runs, after the change at 22fffff: too few for a level" in result.noise
+
+
+def test_the_pooled_baseline_travels_with_the_result_and_its_json() -> None:
+    from perfgate.report.comparison_json import comparison_from_json, comparison_to_json
+
+    suite = Suite(1100, sd=0.02)
+    history = _history(suite, 12)
+    base, head = [suite.process(commit="a" * 40)], [suite.process(commit="c" * 40)]
+    comparison = compare_documents(base, head, history=history)
+    assert _time(comparison)["b0"].baseline_runs == 12
+    back = comparison_from_json(comparison_to_json(comparison))
+    assert _time(back)["b0"].baseline_runs == 12
+    assert _time(compare_documents(base, head))["b0"].baseline_runs == 0

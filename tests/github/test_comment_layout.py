@@ -48,6 +48,7 @@ def _result(
     noise: str | None = None,
     history: list[float] | None = None,
     attribution: list[OpDelta] | None = None,
+    baseline_runs: int = 0,
 ) -> MetricResult:
     """One result, 100 units on base and `head` (default: `ratio` times that) on head."""
     exact = metric != "time"
@@ -76,6 +77,7 @@ def _result(
         noise=noise,
         history=history or [],
         attribution=attribution or [],
+        baseline_runs=baseline_runs,
     )
 
 
@@ -156,7 +158,7 @@ def test_delta_and_ci_are_one_estimate() -> None:
 
 def test_a_baseline_pooled_with_history_is_marked() -> None:
     noise = "±0.4% a process (history of 8 runs); baseline: base and its 8 history runs"
-    pooled = _result("mm[n=1]", "regression", 1.25, noise=noise)
+    pooled = _result("mm[n=1]", "regression", 1.25, noise=noise, baseline_runs=8)
     alone = _result("mm[n=2]", "regression", 1.3, noise="±0.4% a process (history of 8 runs)")
     lines = render_markdown(_comparison(pooled, alone)).splitlines()
     rows = {line.split(" | ")[0]: line for line in lines if line.startswith("| `mm")}

@@ -73,6 +73,9 @@ def result_to_json(result: MetricResult) -> dict[str, Any]:
     if result.levels:
         # Optional: a benchmark's known speed levels (process modes), as ratios to its fastest.
         data["levels"] = list(result.levels)
+    if result.baseline_runs:
+        # Optional: history runs pooled with the base side into the baseline of `ratio`.
+        data["baseline_runs"] = result.baseline_runs
     return data
 
 
@@ -180,4 +183,5 @@ def _result(data: dict[str, Any]) -> MetricResult:
         # Both absent from documents written before flags and speed levels existed.
         flag=_flag(data.get("flag")),
         levels=tuple(float(v) for v in data.get("levels") or ()),
+        baseline_runs=int(data.get("baseline_runs") or 0),
     )

@@ -71,8 +71,6 @@ _SUMMARY_ORDER = (
     "new",
     "error",
 )
-# The comparator's noise note when the baseline pools history (stats/noise_model.py).
-_POOLED = re.compile(r"baseline: base and its (\d+) history runs")
 # What a reason repeats from elsewhere: its flag, the mirrored metric, and the change with its CI
 # ("+5.0% (95% CI +1.0% to +9.0%)") that the table's Δ and CI columns show.
 _REPEATED_PREFIXES = ("possible regression: ", "as time (the same blocks): ")
@@ -253,9 +251,8 @@ def raw_change(result: MetricResult) -> float | None:
 
 def pooled_history_runs(result: MetricResult) -> int | None:
     """How many history runs the comparator pooled with the base side into the baseline (so Δ
-    is not against the base column alone), from its noise note; None when it did not."""
-    match = _POOLED.search(result.noise or "")
-    return int(match[1]) if match else None
+    is not against the base column alone); None when it did not."""
+    return result.baseline_runs or None
 
 
 def short_reason(result: MetricResult, *, limit: int = REASON_CHARS) -> str:

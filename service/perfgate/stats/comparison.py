@@ -374,6 +374,7 @@ def compare_documents(
                 history=_history_of(history, prior.key, prior.metric),
                 flag=flag,
                 levels=tuple(math.exp(v) for v in floor.levels),
+                baseline_runs=floor.baseline_runs if prior.metric == "time" else 0,
             )
 
     by_time = {r.key: r for r in results if r.metric == "time"}
@@ -393,6 +394,7 @@ def compare_documents(
             history=_history_of(history, prior.key, prior.metric),
             flag=time.flag,
             levels=time.levels,
+            baseline_runs=time.baseline_runs,
         )
 
     common = None

@@ -73,6 +73,9 @@ class MetricResult:
     # Known speed levels of a benchmark whose processes land in one of several (process modes),
     # as ratios to its fastest level, e.g. (1.0, 1.31); empty when it has one level.
     levels: tuple[float, ...] = ()
+    # History runs pooled with the base side into the baseline the ratio is against (0: the base
+    # side alone).
+    baseline_runs: int = 0
 
     @property
     def delta(self) -> float | None:
