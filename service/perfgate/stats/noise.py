@@ -307,7 +307,7 @@ def history_noise(runs: Sequence[PastRun]) -> History:
             metrics[key] = found
     machine = Evidence.of(per_run) if len(timed) >= MIN_BENCHMARKS_FOR_COMMON else None
     timed_segments = {key: parts for key, parts in segments.items() if key[1] == "time"}
-    tail = tail_df([part for parts in timed_segments.values() for part in parts])
+    tail, tails = tail_dfs(timed_segments)
     return History(
         metrics=metrics,
         segments=segments,
@@ -315,7 +315,7 @@ def history_noise(runs: Sequence[PastRun]) -> History:
         runs=len(runs),
         machine=machine,
         tail=tail,
-        tails=tail_dfs(timed_segments) if tail is not None else {},
+        tails=tails,
         wander=wander(timed_segments),
     )
 
@@ -431,35 +431,36 @@ def tail_df(groups: Sequence[np.ndarray]) -> float | None:
     lands far off) are the runner's, not one benchmark's, and decide how far a CI must reach.
     None with fewer than `MIN_TAIL_VALUES` values in groups of at least 6.
     """
-    usable = [np.asarray(g, dtype=np.float64) for g in groups if len(g) >= 6]
-    if sum(g.size for g in usable) < MIN_TAIL_VALUES:
-        return None
-    best, best_ll = None, -math.inf
-    for nu in _TAIL_GRID:
-        ll = sum(_t_loglik(g, nu) for g in usable)
-        if ll > best_ll:
-            best, best_ll = nu, ll
-    return best
+    runner, _ = tail_dfs({("", str(i)): [g] for i, g in enumerate(groups)})
+    return runner
 
 
-def tail_dfs(groups: Mapping[MetricKey, Sequence[np.ndarray]]) -> dict[MetricKey, float]:
-    """Each metric's tail weight: its own profile likelihood with the runner's as a prior.
+def tail_dfs(
+    groups: Mapping[MetricKey, Sequence[np.ndarray]],
+) -> tuple[float | None, dict[MetricKey, float]]:
+    """The runner's tail weight (`tail_df`) and each metric's, shrunk towards the runner's.
 
     One benchmark whose processes now and then land far off does not make every benchmark of
     the runner heavy-tailed: each metric's t df maximises its own log-likelihood (its segments
     of at least 6 values) plus the runner's average one, a prior worth one metric's data, so a
     metric with little to say takes the runner's weight and one with clear tails (or clearly
-    none) keeps its own.
+    none) keeps its own. Both are (None, {}) below `MIN_TAIL_VALUES` values.
     """
-    tables = {
-        key: np.asarray([sum(_t_loglik(g, nu) for g in parts if len(g) >= 6) for nu in _TAIL_GRID])
+    usable = {
+        key: [np.asarray(g, dtype=np.float64) for g in parts if len(g) >= 6]
         for key, parts in groups.items()
-        if any(len(g) >= 6 for g in parts)
     }
-    if not tables:
-        return {}
-    prior = np.mean(list(tables.values()), axis=0)
-    return {key: _TAIL_GRID[int(np.argmax(table + prior))] for key, table in tables.items()}
+    usable = {key: parts for key, parts in usable.items() if parts}
+    if sum(g.size for parts in usable.values() for g in parts) < MIN_TAIL_VALUES:
+        return None, {}
+    tables = {
+        key: np.asarray([sum(_t_loglik(g, nu) for g in parts) for nu in _TAIL_GRID])
+        for key, parts in usable.items()
+    }
+    total = np.sum(list(tables.values()), axis=0)
+    prior = total / len(tables)
+    runner = _TAIL_GRID[int(np.argmax(total))]
+    return runner, {key: _TAIL_GRID[int(np.argmax(t + prior))] for key, t in tables.items()}
 
 
 def _t_loglik(values: np.ndarray, nu: float, iterations: int = 30) -> float:
