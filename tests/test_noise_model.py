@@ -385,14 +385,6 @@ def test_a_step_in_history_is_a_change_of_level_not_noise() -> None:
     assert slower["b0"].threshold == pytest.approx(0.03)  # the step did not raise it
 
 
-def test_a_step_in_history_would_have_blinded_the_benchmark() -> None:
-    # The same history read as one segment: the step's spread would set the threshold.
-    suite = Suite(1100, sd=0.02)
-    history = _stepped_history(suite, 24, at=12, key=0, step=1.3)
-    whole = noise.Evidence.of(np.log([run.medians[("b0", "time")] for run in history]))
-    assert whole is not None and math.expm1(whole.sigma) > 0.1
-
-
 def test_with_history_one_round_a_side_finds_10_percent_on_3_percent_noise() -> None:
     # The baseline pools the base run with 24 runs of history: +10% on 3% noise is found about
     # a third of the time (7 of these 20), where the base run alone (two single rounds) next to

@@ -98,15 +98,6 @@ class SideShape:
     jobs_head: int
     alternated: bool
 
-    @property
-    def round_weight(self) -> float:
-        """Var(d) / a round's variance (each side's level from its rounds, `side_level`)."""
-        return level_variance(self.rounds_base) + level_variance(self.rounds_head)
-
-    @property
-    def job_weight(self) -> float:
-        return 1.0 / self.jobs_base + 1.0 / self.jobs_head
-
     def weights(self, base_share: float) -> tuple[float, float]:
         """Var(d) over a round's variance and over a job's machine variance.
 
