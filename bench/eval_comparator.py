@@ -6,12 +6,13 @@
     python bench/eval_comparator.py eval --shapes none --data interleaved --settings 3alt
     python bench/eval_comparator.py bound                # only the oracle bounds (seconds)
     python bench/eval_comparator.py record --runs 40     # ~20 s a job: perfgate run, 1 round
-    python bench/eval_comparator.py record --runs 12 --rounds 3 --out bench/data/comparator/x
+    python bench/eval_comparator.py record --runs 12 --rounds 3 --out /tmp/x
+    python bench/recordings.py pack /tmp/x        # -> bench/data/comparator/x.tar.xz
 
 `eval` scores the comparator on two kinds of data, so that it cannot be tuned to one machine:
 simulated suites whose process-to-process noise follows named shapes (`bench/noise_sim.py`), and
-every recorded dataset in `bench/data/comparator/*/` (jobs of identical code, one after another;
-a job with several rounds is split into single-round documents). Each is a time-ordered
+every recorded dataset in `bench/data/comparator/*.tar.xz` (jobs of identical code, one after
+another; a job with several rounds is split into single-round documents). Each is a time-ordered
 sequence of rounds, from which five settings build base and head sides: one round a side, three
 rounds a side one after the other, three a side alternating (base, head, base, ...), one round a
 side with the 24 rounds before the base as the base branch's history, and one round a side with a
@@ -64,15 +65,15 @@ import numpy as np
 
 import anchors  # bench/ is on sys.path when this file is run as a script
 import noise_sim
-from perfgate.results import Benchmark, ResultsDocument, load_document
+import recordings
+from perfgate.results import Benchmark, ResultsDocument
 from perfgate.stats.noise import PastRun
 
 if TYPE_CHECKING:
     from perfgate.stats.calibration import Calibration
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "bench" / "data" / "comparator" / "threads1"
-RECORDED = ROOT / "bench" / "data" / "comparator"
+DATA = Path("/tmp/perfgate-recording")
 OUT = ROOT / "bench" / "data" / "eval" / "latest.json"
 QUICK_OUT = OUT.with_name("quick.json")
 COMMIT = "e" * 40
@@ -387,13 +388,13 @@ def _as_commit(document: ResultsDocument, commit: str) -> ResultsDocument:
 
 
 class RecordedSource(Source):
-    """A folder of recorded run-*.json jobs of identical code, split into single rounds."""
+    """A recorded dataset's jobs of identical code, split into single rounds."""
 
-    def __init__(self, folder: Path) -> None:
-        self.name, self.kind = folder.name, "recorded"
+    def __init__(self, recording: recordings.Recording) -> None:
+        self.name, self.kind = recording.name, "recorded"
         self.rounds: list[ResultsDocument] = []
-        for path in sorted(folder.glob("run-*.json")):
-            self.rounds.extend(_split_rounds(load_document(path, max_bytes=1 << 30)))
+        for job in recording.jobs():
+            self.rounds.extend(_split_rounds(job))
         timed = [
             {
                 b.key
@@ -892,14 +893,12 @@ def _build_sources(args: argparse.Namespace) -> list[Source]:
         SimSource(s, m=args.benchmarks, seed=args.seed, max_gap=args.max_gap) for s in shapes
     ]
     if args.data == ["all"]:
-        folders = sorted(p for p in RECORDED.iterdir() if any(p.glob("run-*.json")))
+        chosen = recordings.recordings()
     else:
-        folders = [
-            RECORDED / d if not Path(d).exists() else Path(d) for d in args.data if d != "none"
-        ]
-    for folder in folders:
-        print(f"loading {folder}", file=sys.stderr, flush=True)
-        sources.append(RecordedSource(folder))
+        chosen = [recordings.find(d) for d in args.data if d != "none"]
+    for recording in chosen:
+        print(f"loading {recording.path}", file=sys.stderr, flush=True)
+        sources.append(RecordedSource(recording))
     return sources
 
 
@@ -931,7 +930,7 @@ def main() -> None:
             "--data",
             nargs="+",
             default=["all"],
-            help="recorded folders (names under bench/data/comparator or paths), 'all' or 'none'",
+            help="recorded sets (names in bench/data/comparator or archives), 'all' or 'none'",
         )
         ev.add_argument(
             "--settings",

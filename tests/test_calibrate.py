@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import tarfile
 import textwrap
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -30,7 +31,7 @@ from perfgate.store.connect import Store, open_store
 from perfgate.synthetic import synthetic_document
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDED = ROOT / "bench" / "data" / "comparator" / "interleaved-rounds3"
+RECORDED = ROOT / "bench" / "data" / "comparator" / "interleaved-rounds3.tar.xz"
 COMMIT = "c" * 40
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 
@@ -164,8 +165,15 @@ def test_an_empty_store_has_no_record(store: Store) -> None:
 # The command line.
 
 
+def recorded_jobs(folder: Path, *names: str) -> list[Path]:
+    """Jobs of a recorded set (three rounds each) as files, as a user would have them."""
+    with tarfile.open(RECORDED, "r:xz") as tar:
+        tar.extractall(folder, members=[tar.getmember(n) for n in names], filter="data")
+    return [folder / n for n in names]
+
+
 def test_from_recorded_runs_stores_prints_and_writes(db_url: str, tmp_path: Path) -> None:
-    runs = [RECORDED / "run-000.json", RECORDED / "run-001.json"]
+    runs = recorded_jobs(tmp_path, "run-000.json", "run-001.json")
     out = tmp_path / "records" / "calibration.json"
     result = invoke("calibrate", "--from", *map(str, runs), "--db", db_url, "--out", str(out))
     assert result.exit_code == 0, result.output
@@ -283,7 +291,8 @@ def test_mixed_commits_are_refused(db_url: str, tmp_path: Path) -> None:
 
 
 def test_too_few_rounds_are_refused(db_url: str, tmp_path: Path) -> None:
-    result = invoke("calibrate", "--from", str(RECORDED / "run-000.json"), "--db", db_url)
+    (job,) = recorded_jobs(tmp_path, "run-000.json")
+    result = invoke("calibrate", "--from", str(job), "--db", db_url)
     assert result.exit_code == 2
     assert result.stderr == (
         "error: calibration needs at least 4 rounds of the suite; these runs hold 3\n"

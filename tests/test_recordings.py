@@ -1,0 +1,45 @@
+"""The recorded datasets the comparator evaluation reads: intact, and valid results@1 documents."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import recordings  # noqa: E402  (bench/ is not a package)
+
+SETS = recordings.recordings()
+
+
+def test_every_archive_is_listed_with_its_sha256() -> None:
+    sums = (recordings.RECORDED / recordings.SUMS).read_text().splitlines()
+    listed = dict(reversed(line.split("  ", 1)) for line in sums)
+    assert sorted(listed) == sorted(r.path.name for r in SETS)
+    for rec in SETS:
+        assert hashlib.sha256(rec.path.read_bytes()).hexdigest() == listed[rec.path.name]
+
+
+@pytest.mark.parametrize("rec", SETS, ids=[r.name for r in SETS])
+def test_every_job_is_a_valid_document_of_one_suite(rec: recordings.Recording) -> None:
+    jobs = list(rec.jobs())
+    assert len(jobs) >= 7
+    keys = {tuple(sorted(b.key for b in job.benchmarks)) for job in jobs}
+    assert len(keys) == 1, "every job of a set runs the same benchmarks"
+    assert len({job.run.commit for job in jobs}) == 1, "identical code: one commit"
+
+
+def test_packing_is_reproducible(tmp_path: Path) -> None:
+    rec = recordings.find("rounds3")
+    folder = tmp_path / "rounds3"
+    for name, data in rec.members.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert recordings.pack(folder, out).read_bytes() == rec.path.read_bytes()
+    assert (out / recordings.SUMS).read_text().split()[0] == recordings.sha256(rec.path)
