@@ -18,6 +18,15 @@ PROJECT = "perfgate/demo"
 SLOWDOWN_VARIABLE = "PERFGATE_DEMO_SLOWDOWN"
 
 
+def examples_dir() -> Path:
+    """The example benchmarks: inside the installed package, else at the repository root."""
+    packaged = Path(__file__).resolve().parent.parent / "examples" / "benchmarks"
+    if packaged.is_dir():
+        return packaged
+    # An editable install runs from the source tree, where examples/ sits at the top.
+    return Path(__file__).resolve().parents[3] / "examples" / "benchmarks"
+
+
 def _commit(label: str) -> str:
     return hashlib.sha1(f"perfgate-demo-{label}".encode()).hexdigest()
 
@@ -27,9 +36,7 @@ def _commit(label: str) -> str:
 @click.option(
     "--benchmarks",
     type=click.Path(exists=False, path_type=Path),
-    default=Path("examples/benchmarks"),
-    show_default=True,
-    help="Benchmarks to run (the repository's examples).",
+    help="Benchmarks to run  [default: the examples shipped with perfgate]",
 )
 @click.option("-k", "--filter", "filter_expr", metavar="EXPR", help="Run only matching instances.")
 @click.option(
@@ -66,7 +73,7 @@ def _commit(label: str) -> str:
 def command(
     *,
     db_url: str,
-    benchmarks: Path,
+    benchmarks: Path | None,
     filter_expr: str | None,
     max_time: float,
     rounds: int,
@@ -78,10 +85,10 @@ def command(
     Both runs go into the embedded store (or --db); the comparison is printed as the terminal
     table and as the pull-request comment perfgate would post.
     """
+    benchmarks = benchmarks or examples_dir()
     if not benchmarks.exists():
         raise UsageError(
-            f"--benchmarks: {benchmarks} does not exist; run the demo from the perfgate "
-            "repository or point --benchmarks at a folder of bench_*.py files"
+            f"--benchmarks: {benchmarks} does not exist; point it at a folder of bench_*.py files"
         )
     from rich.console import Console
 
