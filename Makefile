@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 TORCH_PIN := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test pytest lint format bench clean
+.PHONY: setup demo test pytest browser lint format bench clean
 
 setup: $(STAMP)
 
@@ -22,8 +22,25 @@ demo: $(STAMP)
 
 test: lint pytest
 
-pytest: $(STAMP)
+pytest: $(STAMP) browser
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The dashboard's browser tests drive Debian's headless Chromium and chromedriver: installed here
+# when missing and possible (root, apt-get); otherwise those tests skip, said loudly (under CI=1
+# they fail instead).
+CHROMIUM_PKGS := chromium chromium-driver
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then \
+		:; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing $(CHROMIUM_PKGS) for the dashboard's browser tests"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq $(CHROMIUM_PKGS) >/dev/null; } || \
+		echo "*** WARNING: could not install $(CHROMIUM_PKGS): the browser tests will skip ***"; \
+	else \
+		echo "*** WARNING: /usr/bin/chromium or /usr/bin/chromedriver missing and not root:"; \
+		echo "*** the dashboard's browser tests will skip (apt-get install $(CHROMIUM_PKGS)) ***"; \
+	fi
 
 # Python, then ci/: shellcheck and actionlint (tests/github/test_ci_lint.py also checks action.yml).
 lint: $(STAMP)

@@ -39,6 +39,20 @@ def _pg_available() -> str | None:
     return None
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that reaches PostgreSQL `postgres`, so `-m "not postgres"` means it.
+
+    A test reaches it through a fixture that needs the server, or through a backend parameter
+    (`db_url`, `empty_db_url`: "postgres"), which fetches the server only when it runs.
+    """
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        params = list(callspec.params.values()) if callspec is not None else []
+        needs_server = "pg_server" in getattr(item, "fixturenames", ())
+        if needs_server or any(isinstance(p, str) and p == "postgres" for p in params):
+            item.add_marker(pytest.mark.postgres)
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> str:
     """The admin URL of a reachable PostgreSQL; in CI an unreachable server fails the tests."""

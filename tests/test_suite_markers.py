@@ -1,0 +1,30 @@
+"""`-m "not postgres"` leaves out every test that needs the PostgreSQL server."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _collected(*args: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    return [line for line in done.stdout.splitlines() if "::" in line]
+
+
+def test_backend_parametrised_tests_carry_the_postgres_marker() -> None:
+    files = ["tests/test_migrations.py", "tests/test_store_upload.py"]
+    everything = _collected(*files)
+    without = _collected("-m", "not postgres", *files)
+    on_postgres = [t for t in everything if "postgres" in t]
+    assert on_postgres, "these files run on both backends"
+    assert not [t for t in without if "postgres" in t]
+    assert sorted(without + on_postgres) == sorted(everything)
