@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from perfgate.stats.changepoints import detect_change_points
-from perfgate.stats.tcpd_metrics import covering, f_measure
+from tcpd_metrics import covering, f_measure  # bench/ is on sys.path
 
 REPO = Path(__file__).resolve().parents[1]
 PUBLISHED = {"binseg": (0.690, 0.655), "pelt": (0.684, 0.656), "zero": (0.647, 0.557)}

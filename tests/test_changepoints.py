@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from perfgate.stats.changepoints import detect_change_points, segment_levels
-from perfgate.stats.tcpd_metrics import covering, f_measure
+from tcpd_metrics import covering, f_measure
 
 
 def tcpd_dir() -> Path:

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import recordings  # noqa: E402  (bench/ is not a package)
+import recordings  # bench/ is on pytest's pythonpath
 
 SETS = recordings.recordings()
 

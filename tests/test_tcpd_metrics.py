@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.stats.tcpd_metrics import covering, f_measure
+from tcpd_metrics import covering, f_measure
 
 
 def tcpd_dir() -> Path:
