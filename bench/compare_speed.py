@@ -7,7 +7,7 @@ import time
 
 from perfgate.results import parse_document
 from perfgate.stats.comparison import compare_documents
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 
 def main() -> None:

@@ -42,7 +42,7 @@ from perfgate.store import migrate
 from perfgate.store.connect import open_store
 from perfgate.store.engine import make_engine
 from perfgate.store.tokens import create_token
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 PROJECT = "scale/demo"
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)

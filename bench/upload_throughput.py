@@ -22,7 +22,7 @@ from perfgate.results import parse_document
 from perfgate.store import repository
 from perfgate.store.connect import open_store
 from perfgate.store.uploads import store_document
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 BENCHMARKS, SAMPLES, REPEATS = 200, 40, 7
 

@@ -20,7 +20,7 @@ from perfgate.store import migrate
 from perfgate.store.connect import Store, open_store
 from perfgate.store.engine import make_engine
 from perfgate.store.models import Base
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 # The admin connection used to create throwaway databases; CI's server is trust-auth on loopback.
 PG_ADMIN_URL = os.environ.get(

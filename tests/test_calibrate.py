@@ -28,7 +28,7 @@ from perfgate.store.calibrations import (
     store_calibration,
 )
 from perfgate.store.connect import Store, open_store
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "bench" / "data" / "comparator" / "interleaved-rounds3.tar.xz"

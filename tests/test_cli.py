@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from perfgate.cli import cli
 from perfgate.store import repository
 from perfgate.store.connect import open_store
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> Result:

@@ -20,7 +20,7 @@ from perfgate.stats.compare import (
     min_two_sided_p,
 )
 from perfgate.stats.comparison import compare_documents, sides_alternated
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 
 @pytest.mark.parametrize(

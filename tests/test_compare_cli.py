@@ -14,7 +14,7 @@ from perfgate.results import parse_document
 from perfgate.stats.comparison import compare_documents
 from perfgate.store.connect import open_store
 from perfgate.store.uploads import store_document
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 GOLDEN = Path(__file__).parent / "golden"
 SLOW_KEY = "kernel[n=128,variant=0]"

@@ -14,7 +14,7 @@ from perfgate.errors import EXIT_NO_BASELINE, NoBaselineError, NotFoundError
 from perfgate.results import parse_document
 from perfgate.store.connect import open_store
 from perfgate.store.uploads import store_document
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 HEAD = "b" * 40
 BASE = "a" * 40

@@ -14,7 +14,7 @@ from perfgate.store import models, repository
 from perfgate.store.connect import Store
 from perfgate.store.documents import rebuild_document
 from perfgate.store.uploads import store_document
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 
 def _counts(store: Store) -> dict[str, int]:

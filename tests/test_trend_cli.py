@@ -22,7 +22,7 @@ from perfgate.store.connect import open_store
 from perfgate.store.repository import unpack_samples
 from perfgate.store.trends import load_series
 from perfgate.store.uploads import store_document
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 KEY = "kernel[n=128,variant=0]"
 SHIFT_AT = 12

@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from perfgate.config import Settings
 from perfgate.store.connect import open_store
 from perfgate.store.tokens import create_token
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 PROJECT = "acme/widgets"
 OTHER = "other/project"

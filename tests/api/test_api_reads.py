@@ -15,7 +15,7 @@ from perfgate.cli import cli
 from perfgate.cli.trend import series_json
 from perfgate.store.connect import open_store
 from perfgate.store.trends import load_series
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 KEY = "kernel[n=128,variant=0]"
 START = datetime(2026, 6, 1, tzinfo=timezone.utc)

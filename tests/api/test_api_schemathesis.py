@@ -29,7 +29,7 @@ from perfgate.api.app import create_app
 from perfgate.config import Settings
 from perfgate.store import migrate
 from perfgate.store.engine import make_engine
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 CHECKS = [
     not_a_server_error,

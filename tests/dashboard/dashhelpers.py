@@ -18,7 +18,7 @@ from perfgate.results import make_key, parse_document
 from perfgate.store import tokens
 from perfgate.store.connect import open_store
 from perfgate.store.uploads import store_document
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "ci" / "scripts"

@@ -7,7 +7,7 @@ from fake_github import FakeGitHub
 from perfgate.results import parse_document
 from perfgate.stats.comparison import compare_documents
 from perfgate.stats.model import Comparison
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 BASE_SHA = "a" * 40
 HEAD_SHA = "b" * 40

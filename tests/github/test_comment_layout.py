@@ -24,7 +24,7 @@ from perfgate.stats.model import (
     SideSummary,
     Verdict,
 )
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 DASHBOARD = "https://perf.example/compare?project=acme%2Fmodels&base=aaaa&head=bbbb"
 OPS = [OpDelta("aten::copy_", 33.3, 143.3, 110.0, 2, 4), OpDelta("aten::mm", 50.0, 51.0, 1.0, 1, 1)]

@@ -25,7 +25,7 @@ from perfgate.results import parse_document
 from perfgate.stats.comparison import compare_documents
 from perfgate.stats.model import Comparison
 from perfgate.stats.noise import PastRun
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 LINKS = Links(

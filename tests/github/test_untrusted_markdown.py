@@ -26,7 +26,7 @@ from perfgate.results import make_key, parse_document
 from perfgate.stats.comparison import compare_documents
 from perfgate.stats.model import CommonFinding, Comparison, MetricResult
 from perfgate.stats.noise import PastRun
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 IMG = "<img src=x onerror=alert(1)>"
 LINK = "[Looks good - click to approve](https://evil.example)"

@@ -1,4 +1,4 @@
-"""Synthetic results documents: realistic shapes for demos, tests and store benchmarks.
+"""Synthetic results documents of realistic shape, for tests and the store's benchmarks.
 
 Nothing here measures anything; the documents are labelled as synthetic in `run.ci`.
 """
