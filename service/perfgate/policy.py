@@ -171,11 +171,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise UsageError(f"{path}: cannot read ({exc.strerror})") from None
+        raise UsageError(f"{_shown_path(path)}: cannot read ({exc.strerror})") from None
     except UnicodeDecodeError:
-        raise UsageError(f"{path}: not UTF-8 text") from None
+        raise UsageError(f"{_shown_path(path)}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: not valid TOML ({exc})") from None
+        raise UsageError(f"{_shown_path(path)}: not valid TOML ({exc})") from None
 
 
 def _parse(table: dict[str, Any], *, source: str, prefix: str, path: Path) -> Policy:
