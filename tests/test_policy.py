@@ -294,3 +294,38 @@ def test_globs_have_only_star_and_question_mark() -> None:
     assert glob_matches("softmax[n=?]", "softmax[n=8]")
     assert not glob_matches("softmax[n=8]", "softmaxn")
     assert glob_matches("*", "anything[at=all]")
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_run_takes_benchmarks_device_and_rounds_from_the_policy(project: Path) -> None:
+    pytest.importorskip("torch")
+    (project / "perfgate.toml").write_text('benchmarks = "perf"\ndevice = "cpu"\nrounds = 2\n')
+    (project / "perf").mkdir()
+    (project / "perf" / "bench_tiny.py").write_text(
+        "import perfgate\n\n"
+        "@perfgate.benchmark(params={'n': [8]})\n"
+        "def add(n: int):\n"
+        "    import torch\n"
+        "    a = torch.ones(n)\n"
+        "    return lambda: a + a\n"
+    )
+    out = project / "results.json"
+    ran = invoke(
+        "run",
+        "--no-store",
+        "--no-profile",
+        "--max-time",
+        "0.05",
+        "--threads",
+        "1",
+        "--commit",
+        "c" * 40,
+        "--out",
+        str(out),
+    )
+    assert ran.exit_code == 0, ran.output
+    document = json.loads(out.read_text())
+    [bench] = document["benchmarks"]
+    assert bench["key"] == "add[n=8]" and bench["device"] == "cpu"
+    assert len(bench["metrics"]["time"]["rounds"]) == 2
