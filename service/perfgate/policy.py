@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ DEFAULTS: dict[str, object] = {
 SETTINGS = tuple(DEFAULTS)
 _OVERRIDE_KEYS = ("threshold", "ignore", "required", "informational")
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
+# fail(key, message): the error naming the file and the key.
+_Fail = Callable[[str, str], UsageError]
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,7 @@ def _parse(table: dict[str, Any], *, source: str, prefix: str, path: Path) -> Po
                 raise fail(key, f"expected a whole number of at least 1, got {value!r}")
             values[key] = value
         elif key == "threshold":
-            values[key] = _threshold(value, lambda m, k=key: fail(k, m))
+            values[key] = _threshold(value, key=key, fail=fail)
         elif key == "alpha":
             alpha = _number(value, fail(key, f"expected a number, got {value!r}"))
             if not 0 < alpha < 1:
@@ -224,7 +227,7 @@ def _parse(table: dict[str, Any], *, source: str, prefix: str, path: Path) -> Po
     )
 
 
-def _override(pattern: str, rules: object, *, fail: Any) -> Override:
+def _override(pattern: str, rules: object, *, fail: _Fail) -> Override:
     where = f'overrides."{pattern}"'
     if not isinstance(rules, dict):
         raise fail(where, "expected a table of threshold, ignore, required, informational")
@@ -232,7 +235,7 @@ def _override(pattern: str, rules: object, *, fail: Any) -> Override:
     for key, value in rules.items():
         name = f"{where}.{key}"
         if key == "threshold":
-            found[key] = _threshold(value, lambda m, n=name: fail(n, m))
+            found[key] = _threshold(value, key=name, fail=fail)
         elif key in ("ignore", "informational"):
             if not isinstance(value, bool):
                 raise fail(name, f"expected true or false, got {value!r}")
@@ -258,10 +261,10 @@ def _number(value: object, error: UsageError) -> float:
     return float(value)
 
 
-def _threshold(value: object, fail: Any) -> float:
-    number = _number(value, fail(f"expected a number (0.03 = 3%), got {value!r}"))
+def _threshold(value: object, *, key: str, fail: _Fail) -> float:
+    number = _number(value, fail(key, f"expected a number (0.03 = 3%), got {value!r}"))
     if number < 0:
-        raise fail(f"must be 0 or more, got {value!r}")
+        raise fail(key, f"must be 0 or more, got {value!r}")
     return number
 
 
