@@ -17,10 +17,17 @@
 # every value read from them is checked (a commit id is hex, a PR number digits) before it is
 # printed, written to $GITHUB_OUTPUT or passed on, and refused with exit 2 otherwise.
 #
+# The project's policy (pyproject.toml's [tool.perfgate] or perfgate.toml in this checkout) is
+# read by `perfgate compare` itself: its threshold and alpha unless INPUT_THRESHOLD is given, each
+# benchmark's threshold, the ignored and informational benchmarks, and fail_on, which decides the
+# gate (exit 1 of --fail-on-regression, never a message). A perfgate server compares with the
+# policy's threshold and alpha (when it sets them); the rest of the policy stays local to compare.
+#
 # INPUT_RESULTS_FILE, INPUT_BASE_RESULTS, INPUT_BASE, INPUT_BASE_BRANCH, INPUT_HEAD_SHA, INPUT_PR,
 # INPUT_DB, INPUT_SERVER, INPUT_SERVER_TOKEN, INPUT_THRESHOLD
-# Outputs: comparison (path, empty when nothing was compared), regressions (count), base,
-# base-branch, pr, no-baseline (true when the store had nothing for the base).
+# Outputs: comparison (path, empty when nothing was compared), regressions (count, informational
+# benchmarks included), gate (fail or pass: what the gate step acts on), base, base-branch, pr,
+# no-baseline (true when the store had nothing for the base).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=lib.sh source-path=SCRIPTDIR
@@ -36,6 +43,7 @@ nothing() {
   pg_notice "$1"
   pg_output comparison ""
   pg_output regressions 0
+  pg_output gate pass
   exit 0
 }
 
@@ -121,6 +129,20 @@ echo "comparing $results (head ${head_sha:0:12}) with base ${base:0:12} (branch 
 if [ -z "$base_results" ] && [ -n "${INPUT_SERVER:-}" ] && [ -z "${INPUT_DB:-}" ]; then
   # The server compares with its store's history; the head was uploaded by the previous step.
   project="$(doc_field project)"
+  # The policy's (or the input's) threshold and alpha; perfgate's defaults are the server's too.
+  config=(config --json)
+  if [ -n "${INPUT_THRESHOLD:-}" ]; then config+=(--threshold "$INPUT_THRESHOLD"); fi
+  effective="$("$PERFGATE_BIN" "${config[@]}")" # a bad policy stops here (exit 2)
+  settings=()
+  while IFS= read -r line; do settings+=(--data-urlencode "$line"); done < <(
+    "$PERFGATE_PY" - "$effective" <<'PY'
+import json, sys
+found = json.loads(sys.argv[1])["settings"]
+for name in ("threshold", "alpha"):
+    if found[name]["source"] != "default":
+        print(f"{name}={found[name]['value']}")
+PY
+  )
   token="${INPUT_SERVER_TOKEN:-}"
   if [[ "$token" == *[[:cntrl:]]* ]]; then
     pg_error "server-token: holds a line break or control character (check the secret)"
@@ -131,7 +153,7 @@ if [ -z "$base_results" ] && [ -n "${INPUT_SERVER:-}" ] && [ -z "${INPUT_DB:-}" 
     curl --silent --show-error --location --output "$comparison" --write-out '%{http_code}' \
       --get "${INPUT_SERVER%/}/api/v1/compare" \
       --data-urlencode "project=$project" --data-urlencode "base=$base" \
-      --data-urlencode "head=$head_sha" --header @- || echo 000)"
+      --data-urlencode "head=$head_sha" "${settings[@]}" --header @- || echo 000)"
   case "$status" in
     200) ;;
     404) no_baseline ;; # the server's NoBaselineError (or an unknown project): nothing to compare
@@ -143,7 +165,7 @@ if [ -z "$base_results" ] && [ -n "${INPUT_SERVER:-}" ] && [ -z "${INPUT_DB:-}" 
 else
   # Both sides as folders of rounds when the run step alternated; the store (if any) adds history.
   args=(compare "${base_results:-$base}" "$results" --format json --out "$comparison"
-    --base-branch "$base_branch")
+    --base-branch "$base_branch" --fail-on-regression)
   if [ -n "${INPUT_THRESHOLD:-}" ]; then args+=(--threshold "$INPUT_THRESHOLD"); fi
   set +e
   "$PERFGATE_BIN" "${args[@]}" 2> "$out/compare.err"
@@ -151,7 +173,8 @@ else
   set -e
   cat "$out/compare.err" >&2
   if [ "$code" -eq "$EXIT_NO_BASELINE" ]; then no_baseline; fi
-  [ "$code" -eq 0 ] || exit "$code"
+  # Exit 1: compared, and the gate failed (the report and the gate step come later).
+  if [ "$code" -eq 1 ]; then gate=fail; elif [ "$code" -eq 0 ]; then gate=pass; else exit "$code"; fi
 fi
 
 regressions="$("$PERFGATE_PY" - "$comparison" <<'PY'
@@ -161,6 +184,9 @@ common = data.get("common_factor") or {}
 print(data["summary"]["regression"] + (common.get("verdict") == "regression"))
 PY
 )"
+# Through a server the gate is its regressions (the policy's gate needs a local compare).
+if [ -z "${gate:-}" ]; then gate="$([ "$regressions" -gt 0 ] && echo fail || echo pass)"; fi
 pg_output comparison "$comparison"
 pg_output regressions "$regressions"
+pg_output gate "$gate"
 echo "$regressions regression(s); comparison in $comparison"

@@ -10,8 +10,9 @@
 # and the comparison does not depend on a base measured on another machine at another time. Each
 # side imports its own checkout first (PYTHONPATH); native extensions are not rebuilt per side.
 #
-# INPUT_BENCHMARKS, INPUT_DEVICE, INPUT_ROUNDS, INPUT_MAX_TIME, INPUT_FILTER, INPUT_RESULTS,
-# INPUT_ALTERNATE, INPUT_BASE, INPUT_BASE_BRANCH
+# INPUT_BENCHMARKS, INPUT_DEVICE, INPUT_ROUNDS (each empty: the project's policy, else benchmarks,
+# auto and 3), INPUT_MAX_TIME, INPUT_FILTER, INPUT_RESULTS, INPUT_ALTERNATE, INPUT_BASE,
+# INPUT_BASE_BRANCH
 # Outputs: results (the results document, or the folder of head rounds when alternating),
 # base-results (the folder of base rounds, only when alternating), dir (what the artifact keeps),
 # alternate (true when this job tried to measure a PR's base itself, measured or not).
@@ -47,9 +48,26 @@ if [ -n "${INPUT_RESULTS:-}" ]; then
   exit 0
 fi
 
-benchmarks="${INPUT_BENCHMARKS:-benchmarks}"
-rounds="${INPUT_ROUNDS:-1}"
-common=(--no-store --device "${INPUT_DEVICE:-auto}")
+# An input left empty falls to the project's policy (pyproject.toml's [tool.perfgate] or
+# perfgate.toml), then to perfgate's default: `perfgate config` resolves them as `perfgate run`
+# would, and both sides get the values explicitly (the base's checkout may hold another policy).
+config=(config --json)
+if [ -n "${INPUT_BENCHMARKS:-}" ]; then config+=(--benchmarks "$INPUT_BENCHMARKS"); fi
+if [ -n "${INPUT_DEVICE:-}" ]; then config+=(--device "$INPUT_DEVICE"); fi
+if [ -n "${INPUT_ROUNDS:-}" ]; then config+=(--rounds "$INPUT_ROUNDS"); fi
+settings="$("$PERFGATE_PY" -m perfgate "${config[@]}")"
+# setting NAME: the effective value; with a second argument, that value when nothing but perfgate's
+# own default set it (the action measures 3 rounds where `perfgate run` measures 1).
+setting() {
+  "$PERFGATE_PY" - "$settings" "$1" "${2:-}" <<'PY'
+import json, sys
+found = json.loads(sys.argv[1])["settings"][sys.argv[2]]
+print(sys.argv[3] if sys.argv[3] and found["source"] == "default" else found["value"])
+PY
+}
+benchmarks="$(setting benchmarks)"
+rounds="$(setting rounds 3)"
+common=(--no-store --device "$(setting device)")
 if [ -n "${INPUT_MAX_TIME:-}" ]; then common+=(--max-time "$INPUT_MAX_TIME"); fi
 if [ -n "${INPUT_FILTER:-}" ]; then common+=(-k "$INPUT_FILTER"); fi
 

@@ -26,6 +26,14 @@ ENV_BRANCH = "PERFGATE_BRANCH"
 ENV_PR = "PERFGATE_PR"
 ENV_THREADS = "PERFGATE_THREADS"
 ENV_PUBLIC_READ = "PERFGATE_PUBLIC_READ"
+# The settings a project's policy file may also give (docs/policy.md): these are the names click's
+# `auto_envvar_prefix` gives the commands' options, spelled out so `perfgate config` reads the
+# same ones. A flag beats its variable, which beats the policy file, which beats the default.
+ENV_RUN_DEVICE = "PERFGATE_RUN_DEVICE"
+ENV_RUN_ROUNDS = "PERFGATE_RUN_ROUNDS"
+ENV_COMPARE_THRESHOLD = "PERFGATE_COMPARE_THRESHOLD"
+ENV_COMPARE_ALPHA = "PERFGATE_COMPARE_ALPHA"
+ENV_COMPARE_FAIL_ON = "PERFGATE_COMPARE_FAIL_ON"
 
 
 @dataclass(frozen=True)

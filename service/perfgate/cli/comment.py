@@ -9,8 +9,10 @@ from urllib.parse import urlencode
 
 import click
 
+from perfgate.cli.options import fail_on_option, resolve
 from perfgate.config import ENV_SERVER, GitHubContext
 from perfgate.errors import DocumentError, InputError, UsageError
+from perfgate.policy import discover_policy, policy_gate
 
 if TYPE_CHECKING:
     from perfgate.github.event import EventInfo
@@ -100,6 +102,7 @@ def _event_or_none(context: GitHubContext) -> EventInfo | None:
     metavar="URL",
     help="perfgate server whose dashboard the comment links to.",
 )
+@fail_on_option
 def command(
     *,
     comparison: Path | None,
@@ -114,6 +117,7 @@ def command(
     api_url: str,
     mode: str,
     server: str | None,
+    fail_on: str | None,
 ) -> None:
     """Post a comparison (perfgate/comparison@1 JSON) to the pull request.
 
@@ -124,6 +128,10 @@ def command(
 
     With --no-baseline instead of COMPARISON (after `perfgate compare` exited 4): a one-line
     comment saying what to do, a neutral check run and a commit status that does not fail.
+
+    The status and check run fail by the project's policy (docs/policy.md), as `perfgate
+    compare` does: what --fail-on (or the policy's fail_on) names fails them, and informational
+    benchmarks never do.
     """
     from perfgate.github.actions import warning_command, write_step_summary
     from perfgate.report.checks import regression_annotations
@@ -132,6 +140,8 @@ def command(
 
     if (comparison is None) == (not no_baseline):
         raise UsageError("pass either a COMPARISON file or --no-baseline (one of the two)")
+    policy = discover_policy()
+    gate = policy_gate(policy, resolve(click.get_current_context(), "fail_on", policy).value)
     context = GitHubContext.from_env()
     event = _event_or_none(context)
     # In a workflow_run job (the fork-safe report) the run to link is the one that measured.
@@ -202,6 +212,7 @@ def command(
             details_url=details_url,
             backoff=backoff,
             notify=notify,
+            gate=gate,
         )
     else:
         from perfgate.github.no_baseline import publish_no_baseline

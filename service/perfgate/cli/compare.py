@@ -5,18 +5,34 @@ from __future__ import annotations
 import io
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from perfgate.cli.options import db_option, format_option, max_size_option
+from perfgate.cli.options import (
+    alpha_option,
+    db_option,
+    fail_on_option,
+    format_option,
+    max_size_option,
+    resolve,
+    threshold_option,
+)
 from perfgate.config import parse_byte_size
 from perfgate.errors import EXIT_REGRESSION
+from perfgate.policy import Policy, discover_policy, policy_gate
+from perfgate.report.gate import Gate, exempt_findings
+from perfgate.report.gate import fails as gate_fails
 
 if TYPE_CHECKING:
     from perfgate.stats.compare import CompareSettings
     from perfgate.stats.model import Comparison
+    from perfgate.store.comparisons import Side
+
+# Benchmarks a policy note names before "and N more".
+NAMED = 8
 
 
 @click.command("compare")
@@ -28,21 +44,15 @@ if TYPE_CHECKING:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the output to a file instead of stdout.",
 )
+@threshold_option
+@alpha_option
+@fail_on_option
 @click.option(
-    "--threshold",
-    type=click.FloatRange(min=0),
-    default=0.03,
-    show_default=True,
-    help="Smallest relative change that counts (0.03 = 3%).",
+    "--fail-on-regression",
+    is_flag=True,
+    help="Exit 1 when the gate fails: a regression, or what --fail-on adds (informational "
+    "benchmarks never fail it).",
 )
-@click.option(
-    "--alpha",
-    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
-    default=0.05,
-    show_default=True,
-    help="False discovery rate for significance.",
-)
-@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when a regression is found.")
 @click.option("--project", help="Project in the store [default: the only one, or the files'].")
 @click.option(
     "--base-branch",
@@ -58,8 +68,9 @@ def command(
     head: str,
     fmt: str,
     out: Path | None,
-    threshold: float,
-    alpha: float,
+    threshold: float | None,
+    alpha: float | None,
+    fail_on: str | None,
     fail_on_regression: bool,
     project: str | None,
     base_branch: str,
@@ -74,10 +85,15 @@ def command(
     of the base branch on the same runner (5 or more also raise its threshold to its run-to-run
     spread) and the runner's calibration record (perfgate calibrate); see docs/comparator.md.
 
+    The project's policy file (pyproject.toml's [tool.perfgate] or perfgate.toml, found from
+    here upward) gives the threshold, alpha and fail_on that no flag or variable sets, each
+    benchmark's own threshold, the benchmarks to ignore and the informational ones; see
+    docs/policy.md and `perfgate config`.
+
     \b
     Exit codes:
       0  compared (regressions or not, without --fail-on-regression)
-      1  a regression was found and --fail-on-regression was given
+      1  the gate failed (a regression, by default) and --fail-on-regression was given
       2  bad usage or input: an unreadable file, a HEAD or branch not in the store
       3  the store (database) failed
       4  no baseline: the store has no runs of BASE, nor of --base-branch before HEAD
@@ -86,17 +102,26 @@ def command(
     # Imported here: scipy costs a second, and `perfgate --help` should not pay it.
     from perfgate.stats.compare import CompareSettings
 
+    ctx = click.get_current_context()
+    policy = discover_policy()
+    settings = CompareSettings(
+        alpha=resolve(ctx, "alpha", policy).value,
+        threshold=resolve(ctx, "threshold", policy).value,
+    )
+    gate = policy_gate(policy, resolve(ctx, "fail_on", policy).value)
     comparison = build_comparison(
         base=base,
         head=head,
-        settings=CompareSettings(alpha=alpha, threshold=threshold),
+        settings=settings,
         project=project,
         base_branch=base_branch,
         db_url=db_url,
         max_bytes=parse_byte_size(max_size, source="--max-size"),
+        policy=policy,
     )
+    comparison = with_policy_notes(comparison, policy=policy, gate=gate)
     emit(comparison, fmt=fmt, out=out)
-    if fail_on_regression and comparison.has_regression():
+    if fail_on_regression and gate_fails(comparison, gate):
         sys.exit(EXIT_REGRESSION)
 
 
@@ -109,7 +134,10 @@ def build_comparison(
     base_branch: str,
     db_url: str,
     max_bytes: int,
+    policy: Policy | None = None,
 ) -> Comparison:
+    """The comparison of BASE and HEAD, with the policy's ignored benchmarks left out of both
+    sides and its per-benchmark thresholds in `settings`."""
     from perfgate.store import comparisons
     from perfgate.store.connect import open_store
     from perfgate.store.engine import is_missing_sqlite_file
@@ -118,12 +146,13 @@ def build_comparison(
     files = {ref: Path(ref) for ref in (base, head) if Path(ref).exists()}
     # Two files compare on their own; the store adds history when there is one to read.
     if len(files) == 2 and is_missing_sqlite_file(db_url):
-        return comparisons.compare_sides(
+        base_side, head_side, settings = apply_policy(
             comparisons.load_side_file(files[base], max_bytes=max_bytes),
             comparisons.load_side_file(files[head], max_bytes=max_bytes),
             settings=settings,
-            history=[],
+            policy=policy,
         )
+        return comparisons.compare_sides(base_side, head_side, settings=settings, history=[])
     with open_store(db_url) as store:
         with store.sessions() as session:
             if head in files:
@@ -152,9 +181,69 @@ def build_comparison(
                 )
         history = comparisons.history_for(store.sessions, base=base_side)
         calibration = comparisons.calibration_for(store.sessions, base=base_side)
+    base_side, head_side, settings = apply_policy(
+        base_side, head_side, settings=settings, policy=policy
+    )
     return comparisons.compare_sides(
         base_side, head_side, settings=settings, history=history, calibration=calibration
     )
+
+
+def apply_policy(
+    base: Side, head: Side, *, settings: CompareSettings, policy: Policy | None
+) -> tuple[Side, Side, CompareSettings]:
+    """Both sides without the policy's ignored benchmarks (a note on the head side counts
+    them), and `settings` with each remaining benchmark's own threshold."""
+    if policy is None or not policy.overrides:
+        return base, head, settings
+    keys = {b.key for side in (base, head) for d in side.documents for b in d.benchmarks}
+    rules = {key: policy.rules_for(key) for key in keys}
+    ignored = sorted(key for key, rule in rules.items() if rule.ignore)
+    thresholds = tuple(
+        (key, rule.threshold)
+        for key, rule in sorted(rules.items())
+        if rule.threshold is not None and not rule.ignore
+    )
+    if ignored:
+
+        def without(side: Side) -> Side:
+            documents = [
+                d.model_copy(
+                    update={"benchmarks": [b for b in d.benchmarks if b.key not in ignored]}
+                )
+                for d in side.documents
+            ]
+            return replace(side, documents=documents)
+
+        base, head = without(base), without(head)
+        head = replace(
+            head,
+            warnings=[
+                *head.warnings,
+                f"policy ({policy.label}): {_benchmarks(ignored)} ignored, left out of the "
+                "comparison",
+            ],
+        )
+    return base, head, replace(settings, key_thresholds=thresholds)
+
+
+def with_policy_notes(comparison: Comparison, *, policy: Policy, gate: Gate) -> Comparison:
+    """The comparison with a note naming the changes the gate lets pass (informational
+    benchmarks, metrics outside a benchmark's required ones)."""
+    exempt = sorted({r.key for r in exempt_findings(comparison, gate)})
+    if not exempt:
+        return comparison
+    note = (
+        f"policy ({policy.label}): {_benchmarks(exempt)} changed but "
+        f"{'is' if len(exempt) == 1 else 'are'} informational (shown, never failing the gate)"
+    )
+    return replace(comparison, warnings=[*comparison.warnings, note])
+
+
+def _benchmarks(keys: list[str]) -> str:
+    more = len(keys) - NAMED
+    named = ", ".join(keys[:NAMED]) + (f" and {more} more" if more > 0 else "")
+    return f"{len(keys)} benchmark{'s' if len(keys) != 1 else ''} ({named})"
 
 
 def emit(comparison: Comparison, *, fmt: str, out: Path | None) -> None:

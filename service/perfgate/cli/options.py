@@ -6,8 +6,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from perfgate import config
+from perfgate.policy import Policy, Setting, from_policy, parse_fail_on
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -144,3 +146,76 @@ def format_option(*choices: str, default: str) -> Callable[[F], F]:
         )(func)
 
     return decorate
+
+
+# Settings a project's policy file may also give: no click default, so that a value the command
+# line and the environment left unset falls through to the policy, then to the built-in default
+# (`resolve`). The help names the built-in default.
+def policy_device_option(func: F) -> F:
+    return click.option(
+        "--device",
+        envvar=config.ENV_RUN_DEVICE,
+        show_envvar=True,
+        metavar="auto|cpu|cuda[:N]",
+        help="Where benchmarks run; auto picks CUDA when available [default: the policy's, "
+        "else auto].",
+    )(func)
+
+
+def rounds_option(func: F) -> F:
+    return click.option(
+        "--rounds",
+        type=click.IntRange(min=1),
+        envvar=config.ENV_RUN_ROUNDS,
+        show_envvar=True,
+        help="Run the selection N times, each round in a fresh process [default: the policy's, "
+        "else 1].",
+    )(func)
+
+
+def threshold_option(func: F) -> F:
+    return click.option(
+        "--threshold",
+        type=click.FloatRange(min=0),
+        envvar=config.ENV_COMPARE_THRESHOLD,
+        show_envvar=True,
+        help="Smallest relative change that counts (0.03 = 3%) [default: the policy's, else 0.03].",
+    )(func)
+
+
+def alpha_option(func: F) -> F:
+    return click.option(
+        "--alpha",
+        type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+        envvar=config.ENV_COMPARE_ALPHA,
+        show_envvar=True,
+        help="False discovery rate for significance [default: the policy's, else 0.05].",
+    )(func)
+
+
+def fail_on_option(func: F) -> F:
+    return click.option(
+        "--fail-on",
+        metavar="LIST",
+        envvar=config.ENV_COMPARE_FAIL_ON,
+        show_envvar=True,
+        help="What fails the gate, comma-separated: regression, possible-regression, missing "
+        "[default: the policy's, else regression].",
+    )(func)
+
+
+def resolve(ctx: click.Context, name: str, policy: Policy, *, param: str | None = None) -> Setting:
+    """Setting `name` (option `param`, default the same): a flag, else its environment
+    variable, else the policy file, else the built-in default."""
+    param = param or name
+    value = ctx.params.get(param)
+    if value is None or value == ():
+        return from_policy(policy, name)
+    option = next(p for p in ctx.command.params if p.name == param)
+    if ctx.get_parameter_source(param) is ParameterSource.ENVIRONMENT:
+        kind, origin = "env", str(option.envvar)
+    else:
+        kind, origin = "flag", option.opts[0] if isinstance(option, click.Option) else param
+    if name == "fail_on":
+        value = parse_fail_on(value, where=origin)
+    return Setting(name, value, kind, origin)

@@ -9,30 +9,27 @@ import click
 
 from perfgate.cli.options import (
     db_option,
-    device_option,
     filter_option,
     git_options,
     max_time_option,
+    policy_device_option,
+    resolve,
+    rounds_option,
     sampling_options,
     server_options,
 )
 from perfgate.cli.upload import describe, describe_server
 from perfgate.config import running_in_ci
 from perfgate.errors import UsageError
+from perfgate.policy import discover_policy, from_policy
 from perfgate.results import ResultsDocument, dump_document
 
 
 @click.command("run")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @filter_option
-@device_option
-@click.option(
-    "--rounds",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Run the selection N times, each round in a fresh process.",
-)
+@policy_device_option
+@rounds_option
 @max_time_option
 @sampling_options
 @click.option("--no-profile", is_flag=True, help="Skip the torch.profiler pass.")
@@ -54,8 +51,8 @@ def command(
     *,
     paths: tuple[Path, ...],
     filter_expr: str | None,
-    device: str,
-    rounds: int,
+    device: str | None,
+    rounds: int | None,
     max_time: float | None,
     threads: int | None,
     system_malloc: bool,
@@ -76,6 +73,8 @@ def command(
 
     Files named bench_*.py or *_bench.py are collected from PATHS. The results document is
     written to --out and stored in --db (the embedded SQLite store by default) unless --no-store.
+    Without PATHS, --device or --rounds (or their variables), the project's policy file gives
+    them (docs/policy.md).
     """
     if server and not no_store and not token:
         # Checked before benchmarks run for minutes, not after.
@@ -85,12 +84,14 @@ def command(
     from perfgate.report.progress import make_reporter
     from perfgate.report.run_table import render_run_table
 
+    ctx = click.get_current_context()
+    policy = discover_policy()
     interactive = sys.stderr.isatty() and not running_in_ci()
     document = run_benchmarks(
-        paths=paths or (Path("benchmarks"),),
+        paths=paths or (Path(from_policy(policy, "benchmarks").value),),
         filter=filter_expr,
-        device=device,
-        rounds=rounds,
+        device=resolve(ctx, "device", policy).value,
+        rounds=resolve(ctx, "rounds", policy).value,
         max_time=max_time,
         threads=threads,
         pin_malloc=not system_malloc,

@@ -24,6 +24,7 @@ from perfgate.report.checks import (
     status_description,
     status_state,
 )
+from perfgate.report.gate import DEFAULT_GATE, Gate
 from perfgate.stats.model import Comparison
 
 # The hidden first line that finds perfgate's comment again; quoting it (`> <!--`) never matches.
@@ -176,8 +177,10 @@ def publish(
     details_url: str | None,
     backoff: Backoff,
     notify: Callable[[str], None] = lambda _m: None,
+    gate: Gate = DEFAULT_GATE,
 ) -> Outcome:
-    """Comment (per `mode`), status and check run for `comparison` on `target`."""
+    """Comment (per `mode`), status and check run for `comparison` on `target`; `gate` (the
+    project's policy) decides the status and the check run's conclusion."""
     if mode not in MODES:
         raise UsageError(f"--mode: {mode!r} is not one of {', '.join(MODES)}")
     _check_head(comparison, target)
@@ -187,9 +190,9 @@ def publish(
         Verdict(
             markdown=markdown,
             new_comment=wants_comment(mode, comparison),
-            state=status_state(comparison),
+            state=status_state(comparison, gate),
             description=status_description(comparison),
-            conclusion=check_conclusion(comparison),
+            conclusion=check_conclusion(comparison, gate),
             title=check_title(comparison),
         ),
         mode=mode,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfgate.report.gate import DEFAULT_GATE, Gate, unproven
+from perfgate.report.gate import fails as gate_fails
 from perfgate.report.units import format_change, format_ci, format_value
 from perfgate.report.verdicts import (
     affected_list,
@@ -58,17 +60,18 @@ def fit(text: str, limit: int, *, note: str = " …") -> str:
     return text[: max(0, limit - len(note))].rstrip() + note
 
 
-def status_state(comparison: Comparison) -> str:
-    """`failure` for regressions, `pending` for possible regressions, else `success`.
+def status_state(comparison: Comparison, gate: Gate = DEFAULT_GATE) -> str:
+    """`failure` when the gate fails (regressions, by default), `pending` for possible
+    regressions, else `success`; an exempt benchmark (informational) changes neither.
 
     Commit statuses have no neutral state (only error, failure, pending, success). A possible
     regression is not proven, so not `failure`; perfgate did not break, so not `error`; it must
     never look green, so not `success`. `pending` says the verdict waits on more evidence (a
     re-run with more rounds replaces it), and the description names the possible regression.
     """
-    if comparison.has_regression():
+    if gate_fails(comparison, gate):
         return "failure"
-    if comparison.possible_regressions():
+    if unproven(comparison, gate):
         return "pending"
     return "success"
 
@@ -88,12 +91,12 @@ def status_description(comparison: Comparison) -> str:
     return fit(kept or phrase, STATUS_DESCRIPTION_LIMIT - 2, note="") + " …"
 
 
-def check_conclusion(comparison: Comparison) -> str:
-    """`failure` for regressions, `neutral` for possible regressions or when nothing could be
-    compared, else `success`."""
-    if comparison.has_regression():
+def check_conclusion(comparison: Comparison, gate: Gate = DEFAULT_GATE) -> str:
+    """`failure` when the gate fails (regressions, by default), `neutral` for possible
+    regressions or when nothing could be compared, else `success`."""
+    if gate_fails(comparison, gate):
         return "failure"
-    if comparison.possible_regressions() or nothing_to_compare(comparison):
+    if unproven(comparison, gate) or nothing_to_compare(comparison):
         return "neutral"
     return "success"
 

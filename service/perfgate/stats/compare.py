@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -32,6 +33,16 @@ class CompareSettings:
     history_k: float = 1.0
     # A side whose median is known to no better than ± this (log) cannot support a verdict.
     noisy_halfwidth: float = 0.15
+    # (key, threshold) pairs that replace `threshold` for those benchmarks (a project's policy).
+    key_thresholds: tuple[tuple[str, float], ...] = ()
+
+    def threshold_for(self, key: str) -> float:
+        """The threshold of one benchmark: its own from `key_thresholds`, else `threshold`."""
+        return self._key_thresholds.get(key, self.threshold)
+
+    @cached_property
+    def _key_thresholds(self) -> dict[str, float]:
+        return dict(self.key_thresholds)
 
 
 def orient(log_ratio_head_over_base: float, direction: str) -> float:

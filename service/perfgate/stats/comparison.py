@@ -287,7 +287,7 @@ def compare_documents(
                 unit=ref.unit if ref else "s",
                 direction=ref.direction if ref else "lower",
                 exact=bool(ref and ref.exact),
-                threshold=settings.threshold,
+                threshold=settings.threshold_for(key),
             )
             if (b and b.error) or (h and h.error):
                 side, message = (
@@ -319,10 +319,10 @@ def compare_documents(
                     history_level=baseline.level if baseline else None,
                     history_runs=baseline.runs if baseline else 0,
                 )
-                pending.append((len(results), estimate, _threshold(floor, settings), floor))
+                pending.append((len(results), estimate, _threshold(floor, settings, key), floor))
                 results.append(_plain(header, bm, hm, "inconclusive", ""))
             else:
-                valued = _valued(header, bm, hm, settings.threshold)
+                valued = _valued(header, bm, hm, header.threshold)
                 if valued.verdict == "regression":
                     valued = replace(valued, attribution=_attribution(b, h))
                 results.append(valued)
@@ -481,11 +481,11 @@ def _attribution(base: _Bench | None, head: _Bench | None) -> list[OpDelta]:
     return attribute(base.ops, head.ops)
 
 
-def _threshold(floor: NoiseFloor, settings: CompareSettings) -> float:
-    """The threshold, raised with history to `history_k` run-to-run spreads of the medians."""
+def _threshold(floor: NoiseFloor, settings: CompareSettings, key: str) -> float:
+    """The key's threshold, raised with history to `history_k` run-to-run spreads of the medians."""
     if floor.history_sigma is None:
-        return settings.threshold
-    return max(settings.threshold, math.expm1(settings.history_k * floor.history_sigma))
+        return settings.threshold_for(key)
+    return max(settings.threshold_for(key), math.expm1(settings.history_k * floor.history_sigma))
 
 
 def _summary(metric: _Metric | None) -> SideSummary | None:
