@@ -13,7 +13,7 @@ from perfgate.cli import cli
 from perfgate.policy import discover_policy, find_policy_file, glob_matches
 from perfgate.report.checks import check_conclusion, status_state
 from perfgate.report.comparison_json import comparison_from_json
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 SLOW_KEY = "kernel[n=128,variant=0]"
 ENV = ("PERFGATE_COMPARE_THRESHOLD", "PERFGATE_COMPARE_ALPHA", "PERFGATE_COMPARE_FAIL_ON")
