@@ -14,7 +14,10 @@ import pytest
 from apihelpers import Api, document
 from sqlalchemy import create_engine, text
 
+from perfgate.errors import InputError
+from perfgate.store import migrate
 from perfgate.store.connect import open_store
+from perfgate.store.engine import make_engine
 from perfgate.store.repository import count_rows
 
 postgres_only = pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
@@ -134,7 +137,7 @@ def test_unreachable_database_is_503_and_not_ready(
 
 
 @pytest.mark.parametrize("empty_db_url", ["sqlite", "postgres"], indirect=True)
-def test_schema_not_at_head_is_not_ready(empty_db_url: str) -> None:
+def test_readyz_says_what_to_upgrade(empty_db_url: str) -> None:
     from apihelpers import LiveServer
 
     from perfgate.api.app import create_app
@@ -142,9 +145,31 @@ def test_schema_not_at_head_is_not_ready(empty_db_url: str) -> None:
 
     server = LiveServer(create_app(Settings(db_url=empty_db_url))).start()
     try:
-        ready = httpx.get(f"{server.url}/readyz", timeout=30)
-        assert ready.status_code == 503
-        assert ready.json()["error"]["code"] == "not_ready"
-        assert "perfgate db upgrade" in ready.json()["error"]["message"]
+        behind = _not_ready(server.url)
+        assert behind.endswith(": run `perfgate db upgrade`"), behind
+        assert "upgrade perfgate" not in behind
+        # A schema from a newer perfgate: upgrading the database cannot help; upgrading this can.
+        engine = make_engine(empty_db_url)
+        try:
+            migrate.upgrade(engine)
+            with engine.begin() as conn:
+                conn.exec_driver_sql("UPDATE alembic_version SET version_num = 'ffff'")
+            with pytest.raises(InputError) as refused:
+                migrate.ensure_schema(engine)
+        finally:
+            engine.dispose()
+        ahead = _not_ready(server.url)
+        assert ahead.endswith("ffff, which this perfgate does not know: upgrade perfgate"), ahead
+        assert "db upgrade" not in ahead
+        # The CLI refuses the same database in the same words.
+        assert str(refused.value).endswith(ahead.split(" is at ", 1)[1])
     finally:
         server.stop()
+
+
+def _not_ready(url: str) -> str:
+    ready = httpx.get(f"{url}/readyz", timeout=30)
+    assert ready.status_code == 503, ready.text
+    assert ready.json()["error"]["code"] == "not_ready"
+    message: str = ready.json()["error"]["message"]
+    return message

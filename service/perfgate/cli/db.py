@@ -53,9 +53,11 @@ def downgrade(db_url: str, revision: str) -> None:
         before = migrate.schema_state(store.engine)
         migrate.downgrade(store.engine, revision)
         after = migrate.schema_state(store.engine)
-    click.echo(
-        f"{mask_url(store.engine.url)}: downgraded {before.current} -> {after.current or '(empty)'}"
-    )
+    url = mask_url(store.engine.url)
+    if before.current == after.current:
+        click.echo(f"{url}: already at {after.current or 'base (empty)'}")
+    else:
+        click.echo(f"{url}: downgraded {before.current} -> {after.current or '(empty)'}")
 
 
 @command.command("current")
@@ -73,5 +75,7 @@ def current(db_url: str) -> None:
         click.echo(f"{where}: no perfgate schema (head is {state.head})")
     elif state.at_head:
         click.echo(f"{where}: {state.current} (head)")
+    elif state.unknown:
+        click.echo(f"{where}: {state.current} (unknown here, head is {state.head}: {state.advice})")
     else:
-        click.echo(f"{where}: {state.current} (head is {state.head}: run `perfgate db upgrade`)")
+        click.echo(f"{where}: {state.current} (head is {state.head}: {state.advice})")

@@ -29,6 +29,17 @@ def db_option(func: F) -> F:
 
 def server_options(func: F) -> F:
     func = click.option(
+        "--server-timeout",
+        "server_timeout",
+        envvar=config.ENV_SERVER_TIMEOUT,
+        show_envvar=True,
+        type=click.FloatRange(min=0, min_open=True),
+        default=config.DEFAULT_SERVER_TIMEOUT_S,
+        show_default=True,
+        metavar="S",
+        help="Give up on --server after this many seconds, every attempt and retry included.",
+    )(func)
+    func = click.option(
         "--token",
         envvar=config.ENV_TOKEN,
         show_envvar=True,

@@ -63,6 +63,7 @@ def command(
     db_url: str,
     server: str | None,
     token: str | None,
+    server_timeout: float,
     no_store: bool,
     commit: str | None,
     branch: str | None,
@@ -112,7 +113,8 @@ def command(
     if server:
         from perfgate.server_client import upload_document
 
-        click.echo(describe_server(upload_document(document, server=server, token=token)))
+        sent = upload_document(document, server=server, token=token, deadline_s=server_timeout)
+        click.echo(describe_server(sent))
     else:
         store_run(document, db_url=db_url)
 

@@ -22,7 +22,13 @@ if TYPE_CHECKING:
 @server_options
 @max_size_option
 def command(
-    files: tuple[Path, ...], db_url: str, server: str | None, token: str | None, max_size: str
+    *,
+    files: tuple[Path, ...],
+    db_url: str,
+    server: str | None,
+    token: str | None,
+    server_timeout: float,
+    max_size: str,
 ) -> None:
     """Store results documents (perfgate/results@1 JSON files).
 
@@ -36,7 +42,7 @@ def command(
         from perfgate.server_client import upload_document
 
         for path, document in zip(files, documents, strict=True):
-            sent = upload_document(document, server=server, token=token)
+            sent = upload_document(document, server=server, token=token, deadline_s=server_timeout)
             click.echo(f"{path}: {describe_server(sent)}")
         return
     # SQLAlchemy loads here, not when the CLI starts (`perfgate --help` stays quick).

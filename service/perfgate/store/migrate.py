@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,10 +10,11 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy import Engine, inspect
 from sqlalchemy.exc import DBAPIError
 
-from perfgate.errors import DatabaseError, InputError
+from perfgate.errors import DatabaseError, InputError, UsageError
 from perfgate.store.engine import describe_db_error, mask_url
 
 
@@ -36,18 +37,53 @@ def alembic_config(engine: Engine) -> Config:
     return config
 
 
+# What to do about a schema that does not match this perfgate: one wording for the CLI's refusals,
+# `perfgate db current` and the server's /readyz.
+RUN_DB_UPGRADE = "run `perfgate db upgrade`"
+UPGRADE_PERFGATE = "upgrade perfgate"
+
+
 @dataclass(frozen=True)
 class SchemaState:
     current: str | None
     head: str
+    # Every revision this perfgate ships, newest first.
+    revisions: tuple[str, ...] = ()
 
     @property
     def at_head(self) -> bool:
         return self.current == self.head
 
+    @property
+    def unknown(self) -> bool:
+        """The database is at a revision this perfgate does not ship: a newer perfgate's."""
+        return self.current is not None and self.current not in self.revisions
+
+    @property
+    def advice(self) -> str:
+        """What makes this perfgate and the database agree (meaningless at head)."""
+        return UPGRADE_PERFGATE if self.unknown else RUN_DB_UPGRADE
+
+
+def schema_problem(state: SchemaState, *, where: str) -> str:
+    """One line on why `where` (e.g. "database sqlite:///x.db"), not at head, cannot be used as
+    it is, and what to do."""
+    if state.current is None:
+        return f"{where} has no perfgate schema (this perfgate needs {state.head}): {state.advice}"
+    if state.unknown:
+        return (
+            f"{where} is at schema revision {state.current}, which this perfgate does not know: "
+            f"{state.advice}"
+        )
+    return (
+        f"{where} is at schema revision {state.current} but this perfgate needs {state.head}: "
+        f"{state.advice}"
+    )
+
 
 def schema_state(engine: Engine) -> SchemaState:
-    head = ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+    script = ScriptDirectory.from_config(alembic_config(engine))
+    head = script.get_current_head()
     assert head is not None, "the migration history has no head"
     try:
         with engine.connect() as connection:
@@ -56,24 +92,67 @@ def schema_state(engine: Engine) -> SchemaState:
         raise DatabaseError(
             f"cannot read the schema version of {mask_url(engine.url)}: {describe_db_error(exc)}"
         ) from None
-    return SchemaState(current=current, head=head)
+    revisions = tuple(rev.revision for rev in script.walk_revisions())
+    return SchemaState(current=current, head=head, revisions=revisions)
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    _run(engine, lambda config: command.upgrade(config, revision))
+    _migrate(engine, "upgrade", revision)
 
 
 def downgrade(engine: Engine, revision: str) -> None:
-    _run(engine, lambda config: command.downgrade(config, revision))
+    _migrate(engine, "downgrade", revision)
 
 
-def _run(engine: Engine, action: Callable[[Config], None]) -> None:
+def _migrate(engine: Engine, direction: str, revision: str) -> None:
+    """Run Alembic's upgrade or downgrade; a target it cannot reach is a UsageError, one line."""
+    state = schema_state(engine)
+    url = mask_url(engine.url)
+    if state.unknown:
+        # Alembic cannot walk from a revision it has never seen, in either direction.
+        raise InputError(schema_problem(state, where=f"database {url}"))
+    config = alembic_config(engine)
+    action = command.upgrade if direction == "upgrade" else command.downgrade
     try:
-        action(alembic_config(engine))
+        action(config, revision)
+    except CommandError as exc:
+        reason = _unreachable(state, direction, revision, str(exc))
+        raise UsageError(f"cannot {direction} database {url} to {revision}: {reason}") from None
     except DBAPIError as exc:
-        raise DatabaseError(
-            f"migration failed on {mask_url(engine.url)}: {describe_db_error(exc)}"
-        ) from None
+        raise DatabaseError(f"migration failed on {url}: {describe_db_error(exc)}") from None
+
+
+_RELATIVE = re.compile(r"[+-]\d+$")
+
+
+def _unreachable(state: SchemaState, direction: str, revision: str, alembic_says: str) -> str:
+    """Why Alembic refused to move to `revision`, in terms a person can act on."""
+    if direction == "downgrade" and state.current is None:
+        return "it has no perfgate schema, so there is nothing to downgrade"
+    if _RELATIVE.search(revision):
+        where = f"is at {state.current}" if state.current else "has no perfgate schema"
+        past = "below base" if direction == "downgrade" else f"past head ({state.head})"
+        return f"it {where}, and {revision} steps would go {past}"
+    if revision in ("head", "heads", "base"):
+        return alembic_says.splitlines()[0] if alembic_says else "Alembic refused the target"
+    matches = [rev for rev in state.revisions if rev.startswith(revision)]
+    if not matches:
+        known = ", ".join(reversed(state.revisions))
+        return (
+            f"{revision!r} is not a revision this perfgate knows "
+            f"({known}, head, base, or -N/+N steps)"
+        )
+    # Newest first: a smaller index is a later revision.
+    if (
+        direction == "downgrade"
+        and state.current in state.revisions
+        and state.revisions.index(matches[0]) < state.revisions.index(state.current)
+    ):
+        return (
+            f"it is at {state.current}, already below {matches[0]} "
+            f"(to go up: `perfgate db upgrade --revision {matches[0]}`)"
+        )
+    return alembic_says.splitlines()[0] if alembic_says else "Alembic refused the target"
 
 
 def ensure_schema(engine: Engine) -> None:
@@ -99,15 +178,4 @@ def ensure_schema(engine: Engine) -> None:
             )
         upgrade(engine)
         return
-    known = {
-        rev.revision for rev in ScriptDirectory.from_config(alembic_config(engine)).walk_revisions()
-    }
-    if state.current not in known:
-        raise InputError(
-            f"database {url} is at schema revision {state.current}, which this perfgate does not "
-            "know: upgrade perfgate"
-        )
-    raise InputError(
-        f"database {url} is at schema revision {state.current} but this perfgate needs "
-        f"{state.head}: run `perfgate db upgrade --db URL`"
-    )
+    raise InputError(schema_problem(state, where=f"database {url}"))

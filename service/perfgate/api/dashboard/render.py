@@ -1,11 +1,13 @@
 """Page rendering: the Jinja environment, the context every page gets, security headers, errors.
 
 Pages answer HTML, never the API's JSON error shape: a missing login becomes a redirect to the
-login page, other errors a page with the same status code the API would use.
+login page, other errors a page with the same status code the API would use: 503 when the
+database is down or fails, 500 for a bug (details in the server's log, never on the page).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,8 +16,11 @@ from urllib.parse import quote
 
 import jinja2
 from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse
 from fastapi.routing import APIRoute
+from sqlalchemy.exc import DataError, DBAPIError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.templating import Jinja2Templates
 
 from perfgate import __version__
@@ -30,6 +35,9 @@ from perfgate.errors import (
     PermissionDeniedError,
 )
 from perfgate.report.units import format_change, format_value
+from perfgate.store.engine import describe_db_error
+
+log = logging.getLogger("perfgate.api")
 
 PACKAGE_DIR = Path(__file__).parent
 TEMPLATES_DIR = PACKAGE_DIR / "templates"
@@ -45,6 +53,14 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
 }
+
+# What a visitor reads when the database is down; the driver's message (host, port, user) goes to
+# the server's log only, as the page may be public.
+DATABASE_UNAVAILABLE = (
+    "perfgate's database is unavailable, so this page cannot be shown right now. "
+    "Try again in a minute; the server's log says what failed."
+)
+SERVER_ERROR = "Something went wrong on the server while making this page (details in its log)."
 
 
 @dataclass
@@ -122,7 +138,11 @@ def page_for_error(request: Request, exc: PerfgateError) -> Response:
 
 
 class PageRoute(APIRoute):
-    """A route whose perfgate errors become HTML pages instead of the API's JSON errors."""
+    """A route whose errors become HTML pages instead of the API's JSON errors.
+
+    The pages' session comes from a dependency, which FastAPI solves inside the route handler:
+    a database that refuses the connection raises here too, not only in the page's queries.
+    """
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -132,5 +152,17 @@ class PageRoute(APIRoute):
                 return await handler(request)
             except PerfgateError as exc:
                 return page_for_error(request, exc)
+            except DataError as exc:
+                # A value the database cannot hold came from the address: the visitor's input.
+                message = f"the database refused a value: {describe_db_error(exc)}"
+                return error_page(request, 400, "Bad request", message)
+            except DBAPIError as exc:
+                log.warning("database error on %s: %s", request.url.path, describe_db_error(exc))
+                return error_page(request, 503, "Database unavailable", DATABASE_UNAVAILABLE)
+            except (StarletteHTTPException, RequestValidationError):
+                raise
+            except Exception as exc:
+                log.exception("unexpected error on %s", request.url.path, exc_info=exc)
+                return error_page(request, 500, "Server error", SERVER_ERROR)
 
         return page_handler
