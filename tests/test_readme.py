@@ -1,4 +1,5 @@
-"""The README stays true: its CLI reference is the commands' own --help, its commands exist."""
+"""The README and docs/cli.md stay true: the reference is the commands' own --help, the commands
+in the README exist, and every docs page the README links to is there."""
 
 from __future__ import annotations
 
@@ -9,11 +10,19 @@ from perfgate.cli.reference import render_reference, replace_section
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+CLI_PAGE = (ROOT / "docs" / "cli.md").read_text()
 
 
 def test_cli_reference_matches_help() -> None:
-    expected = replace_section(README, render_reference())
-    assert expected == README, "run: python -m perfgate.cli.reference --write README.md"
+    expected = replace_section(CLI_PAGE, render_reference())
+    assert expected == CLI_PAGE, "run: python -m perfgate.cli.reference --write docs/cli.md"
+
+
+def test_readme_is_short_and_its_links_resolve() -> None:
+    assert len(README.splitlines()) <= 160
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README):
+        if not target.startswith("http"):
+            assert (ROOT / target).exists(), target
 
 
 def test_quick_start_commands_are_make_targets() -> None:

@@ -272,8 +272,8 @@ def test_fork_safe_pair() -> None:
     assert "workflow_run.head_branch" in group
 
 
-def test_readme_documents_every_input_and_output(action: dict[str, Any]) -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## On GitHub", 1)[1].split("\n## ", 1)[0]
+def test_docs_document_every_input_and_output(action: dict[str, Any]) -> None:
+    page = (ROOT / "docs" / "github.md").read_text()
+    section = page.split("### Inputs and outputs", 1)[1].split("\n## ", 1)[0]
     for name in [*action["inputs"], *action["outputs"]]:
-        assert f"`{name}`" in section, f"README's On GitHub section does not mention `{name}`"
+        assert f"`{name}`" in section, f"docs/github.md's inputs and outputs miss `{name}`"

@@ -1,7 +1,7 @@
-"""The CLI reference in README.md, rendered from the commands' own `--help`.
+"""The CLI reference in docs/cli.md, rendered from the commands' own `--help`.
 
-`python -m perfgate.cli.reference --write README.md` refreshes the section between the markers;
-a test fails when the README and `--help` disagree.
+`python -m perfgate.cli.reference --write docs/cli.md` refreshes the section between the markers;
+a test fails when the page and `--help` disagree.
 """
 
 from __future__ import annotations
@@ -45,14 +45,14 @@ def replace_section(text: str, section: str) -> str:
     head, _, rest = text.partition(START)
     _, found, tail = rest.partition(END)
     if not found:
-        raise ValueError("README has no CLI reference markers")
+        raise ValueError("no CLI reference markers (<!-- cli-reference:start ... -->)")
     return head + section + tail
 
 
 def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "--write":
-        readme = Path(argv[1])
-        readme.write_text(replace_section(readme.read_text(), render_reference()))
+        page = Path(argv[1])
+        page.write_text(replace_section(page.read_text(), render_reference()))
         return 0
     print(render_reference())
     return 0
