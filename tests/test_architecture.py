@@ -1,4 +1,4 @@
-"""Dependency rules of DESIGN §1, checked on the source: the pure core stays pure."""
+"""Dependency rules of docs/architecture.md §1, checked on the source: the pure core stays pure."""
 
 from __future__ import annotations
 

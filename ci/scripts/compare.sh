@@ -47,7 +47,7 @@ nothing() {
   exit 0
 }
 
-# perfgate's exit code for "the store has nothing for the base side" (DESIGN §10, errors.py).
+# perfgate's exit code for "the store has nothing for the base side" (docs/architecture.md §7, errors.py).
 EXIT_NO_BASELINE=4
 no_baseline() {
   pg_output no-baseline true

@@ -45,7 +45,7 @@ pg_shown() {
 }
 
 # Values read from an artifact or an input are checked before anything uses them (exit 2, bad
-# input, as DESIGN.md's exit codes have it).
+# input, as docs/architecture.md §7's exit codes have it).
 pg_require_commit() {  # what value: a commit id, 7 to 64 hex digits (SHA-1 or SHA-256)
   if [[ "$2" =~ ^[0-9a-fA-F]{7,64}$ ]]; then return 0; fi
   pg_error "$1: $(pg_shown "$2") is not a commit id (7 to 64 hex digits)"

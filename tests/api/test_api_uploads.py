@@ -1,4 +1,4 @@
-"""POST /api/v1/runs over a real socket: every status of DESIGN §8, bodies that must never 500."""
+"""POST /api/v1/runs over a real socket: every status of docs/architecture.md §8, bodies that must never 500."""
 
 from __future__ import annotations
 

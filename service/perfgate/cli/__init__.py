@@ -1,7 +1,7 @@
 """The `perfgate` command line: a click group with one module per command.
 
 Commands are thin: parse options, call one library function, render. Library errors (the tree in
-`perfgate.errors`) become one line on stderr and the exit code DESIGN §7 gives them.
+`perfgate.errors`) become one line on stderr and the exit code docs/architecture.md §7 gives them.
 """
 
 from __future__ import annotations

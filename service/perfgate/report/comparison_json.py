@@ -1,4 +1,4 @@
-"""The comparison document (`perfgate/comparison@1`, DESIGN §5): to JSON and back."""
+"""The comparison document (`perfgate/comparison@1`, docs/architecture.md §9): to JSON and back."""
 
 from __future__ import annotations
 
