@@ -645,12 +645,13 @@ def oracle(source: Source, setting: Setting, *, seed: int, draws: int) -> dict[s
     return out
 
 
-# The verdict rule (docs/architecture.md §5): Benjamini-Hochberg at this alpha and the whole 95% CI beyond this.
+# The verdict rule (docs/architecture.md §5): Benjamini-Hochberg at this alpha and the whole
+# 95% CI beyond this.
 CONTRACT_ALPHA, CONTRACT_THRESHOLD = 0.05, 0.03
 
 
 def _contract(d: np.ndarray, shift: float) -> float:
-    """The best power of a rule that keeps the verdict rule of docs/architecture.md §5, knowing the A/A data.
+    """The best power of a rule that keeps perfgate's verdict rule, knowing the A/A data.
 
     A regression needs its 95% CI wholly beyond +3% and a Benjamini-Hochberg q below 0.05
     (one changed benchmark among M: p below 0.05 / M). Knowing each benchmark's A/A

@@ -1,4 +1,5 @@
-"""POST /api/v1/runs over a real socket: every status of docs/architecture.md §8, bodies that must never 500."""
+"""POST /api/v1/runs over a real socket: every status of docs/architecture.md §8, and bodies that
+must never answer 500."""
 
 from __future__ import annotations
 

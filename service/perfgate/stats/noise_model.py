@@ -48,7 +48,8 @@ class NoiseFloor:
     #: a side's rounds are robustly averaged with, so a disturbed round cannot widen its own
     #: allowance.
     pooled_sigma: float = 0.0
-    #: Run-to-run sd of the benchmark's medians in history (the history threshold of docs/comparator.md), if any.
+    #: Run-to-run sd of the benchmark's medians in history (docs/comparator.md's history
+    #: threshold), if any.
     history_sigma: float | None = None
     #: Known speed levels (log offsets from the fastest) when it has more than one.
     levels: tuple[float, ...] = ()
