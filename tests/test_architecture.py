@@ -92,3 +92,32 @@ def test_import_has_no_heavy_side_effects() -> None:
 def test_cli_help_loads_no_statistics_or_database_stack() -> None:
     # `perfgate --help` took 2.6 s when the CLI imported scipy and Alembic up front; 0.2 s now.
     assert _loaded_by("perfgate.cli", ("scipy", "sqlalchemy", "alembic", "numpy")) == []
+
+
+def _package_of(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
+
+
+@pytest.mark.parametrize(("library", "allowed"), [("click", {"cli"}), ("rich", {"cli", "report"})])
+def test_ui_libraries_stay_in_the_ui_layers(library: str, allowed: set[str]) -> None:
+    for path in PACKAGE.rglob("*.py"):
+        if library in _imported_roots(path):
+            assert _package_of(path) in allowed, f"{path.relative_to(PACKAGE)} imports {library}"
+
+
+# Each adapter layer reaches the core only; the API serves the store, never the harness or GitHub.
+FORBIDDEN = {
+    "store": {"github", "harness", "api", "cli"},
+    "github": {"store", "harness", "api", "cli"},
+    "harness": {"store", "github", "api", "cli"},
+    "api": {"harness", "github", "cli"},
+}
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_adapter_layers_do_not_import_each_other(layer: str) -> None:
+    for path in _modules(layer):
+        reached = {m.split(".")[1] for m in _perfgate_imports(path) if m.count(".") >= 1}
+        bad = reached & FORBIDDEN[layer]
+        assert not bad, f"{path.relative_to(PACKAGE)} imports perfgate.{sorted(bad)}"
