@@ -105,6 +105,13 @@ def markdown_tables(markdown: str) -> list[list[list[str]]]:
     return tables
 
 
+def shown_as_on_page(cell: str) -> str:
+    """A comment cell as the page shows it: verdict icons become badges (their word stays),
+    block sparklines an SVG (no text)."""
+    cell = re.sub(r"^(🔴|🟢|⚪|🟡|⚫|🆕|❌) ", "", cell)
+    return "" if re.fullmatch(r"\[?[▁-█]+→[▁-█](\]\(.*\))?", cell) else cell
+
+
 @pytest.fixture
 def client(backend_server: tuple[LiveServer, Seeded]) -> Iterator[httpx.Client]:
     server, _ = backend_server
@@ -226,12 +233,20 @@ def test_run_page_renders_the_pr_comment_tables(client: httpx.Client, seeded: Se
         db_url=seeded.url,
         max_bytes=1 << 30,
     )
-    expected = markdown_tables(render_markdown(comparison, limit=1 << 40))
+    expected = [
+        [[shown_as_on_page(cell) for cell in row] for row in table]
+        for table in markdown_tables(render_markdown(comparison, limit=1 << 40))
+    ]
     shown = page_tables(page.text)
     assert len(expected) >= 3  # changes, the ops behind the regression, all results
     assert shown == expected
     regression_rows = [row for table in shown for row in table if "regression" in row[-1]]
     assert regression_rows and regression_rows[0][0] == SHIFTED_KEY
+    # The regression's row carries its verdict class and badge, its trend an SVG sparkline.
+    row = re.search(r'<tr class="verdict-regression">(.*?)</tr>', page.text, re.S)
+    assert row is not None and html.escape(SHIFTED_KEY) in row.group(1)
+    assert '<span class="badge badge-regression">regression</span>' in row.group(1)
+    assert '<svg class="sparkline"' in row.group(1)
     assert any(row[0] == "aten::copy_" for table in shown for row in table)
 
 
