@@ -18,6 +18,7 @@ from dashhelpers import (
     HOSTILE_NAME,
     HOSTILE_PROJECT,
     MAIN_RUNS,
+    PR_NUMBER,
     PROJECT,
     SHIFT_AT,
     SHIFTED_KEY,
@@ -141,9 +142,12 @@ def test_project_page_shows_each_benchmark_with_sparkline_and_latest_change(
 ) -> None:
     page = client.get(PROJECT_PATH)
     assert page.status_code == 200
-    rows = re.findall(r'<tr data-key="([^"]+)">(.*?)</tr>', page.text, re.S)
+    table = page.text[page.text.index('id="benchmarks"') :]
+    rows = re.findall(r'<tr data-key="([^"]+)"(?: class="attention")?>(.*?)</tr>', table, re.S)
     keys = [html.unescape(k) for k, _ in rows]
     assert sorted(keys) == sorted(b["key"] for b in seeded.main[0]["benchmarks"])
+    # The benchmark with an open change point leads, though its name sorts after the others'.
+    assert keys[0] == SHIFTED_KEY and min(keys) < SHIFTED_KEY
     for key, body in rows:
         assert 'class="sparkline"' in body
         assert body.count("<polyline") == 1
@@ -161,6 +165,26 @@ def test_project_page_shows_each_benchmark_with_sparkline_and_latest_change(
     assert feature.status_code == 200
     assert "status-open" not in feature.text
     assert f'<option value="{FEATURE_BRANCH}" selected>' in feature.text
+
+
+def test_project_page_leads_with_open_changes_then_pull_requests(
+    client: httpx.Client, seeded: Seeded
+) -> None:
+    page = client.get(PROJECT_PATH).text
+    sections = [page.index(f'id="{name}"') for name in ("open-changes", "pr-runs", "benchmarks")]
+    assert sections == sorted(sections)
+    open_changes = page[sections[0] : page.index("</table>", sections[0])]
+    assert re.findall(r'data-key="([^"]+)"', open_changes) == [html.escape(SHIFTED_KEY)]
+    assert 'class="verdict-regression"' in open_changes
+    # The pull request's run, from another branch than the one shown, with its verdict counts.
+    pr = page[sections[1] : page.index("</table>", sections[1])]
+    assert f"#{PR_NUMBER}" in pr and seeded.pr["run"]["id"][:8] in pr
+    assert '<tr class="verdict-regression"' in pr
+    assert '<span class="badge badge-regression">1 regression</span>' in pr
+    # Recent runs carry a verdict: the planted shift's run is one regression, the PR run too.
+    runs = page[page.index('id="runs"') :]
+    assert "<th>verdict</th>" in runs
+    assert f'data-run="{seeded.pr["run"]["id"]}"' in runs
 
 
 def test_trend_page_embeds_points_and_change_points_per_branch(client: httpx.Client) -> None:

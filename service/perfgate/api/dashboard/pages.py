@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -10,9 +12,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from perfgate.api.auth import authorize, visible_projects
 from perfgate.api.dashboard import queries, views
+from perfgate.api.dashboard.headlines import Headline, headline_of
 from perfgate.api.dashboard.render import PageRoute, dashboard_state, render, root_path
 from perfgate.api.deps import SessionDep, SessionsDep
-from perfgate.errors import NotFoundError
+from perfgate.errors import NotFoundError, PerfgateError
 from perfgate.report.units import format_change, format_value
 from perfgate.stats.compare import CompareSettings
 from perfgate.stats.model import Comparison
@@ -21,7 +24,10 @@ from perfgate.store.trends import Series, load_series
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
-RECENT_RUNS = 15
+RECENT_RUNS = 10
+# The project page looks this far back for pull requests' runs, and lists this many of them.
+PR_SCAN = 100
+PR_RUNS = 5
 
 
 def _project(request: Request, session: Session, name: str) -> reads.ProjectSummary:
@@ -290,7 +296,20 @@ def project_page(
         )
         rows = queries.benchmark_rows(session, project_id=summary.id, branch=branch, metric=metric)
     root = root_path(request)
-    runs = reads.list_runs(session, project_id=summary.id, branch=branch or None, limit=RECENT_RUNS)
+    # Runs of every branch: a pull request's run is news whichever branch the page shows.
+    scanned = reads.list_runs(session, project_id=summary.id, limit=PR_SCAN)
+    recent = scanned[:RECENT_RUNS]
+    pr_runs = _latest_per_pr(scanned)[:PR_RUNS]
+    headlines = _headlines(request, session, sessions, summary, [*pr_runs, *recent])
+    shown = [_benchmark_row(root, project, branch, metric, row) for row in _triage_order(rows)]
+
+    def run_row(run: reads.RunSummary) -> dict[str, Any]:
+        return {
+            "run": run,
+            "url": views.run_path(root, project, run.id),
+            "headline": headlines[run.id],
+        }
+
     return render(
         request,
         "project.html",
@@ -302,21 +321,72 @@ def project_page(
             "metric": metric,
             "metrics": queries.branch_metrics(session, project_id=summary.id, branch=branch)
             or [metric],
-            "rows": [
-                {
-                    "row": row,
-                    "url": views.trend_path(
-                        root, project, key=row.key, metric=metric, branch=branch
-                    ),
-                    "latest": format_value(row.latest, row.unit or ""),
-                    "sparkline": views.sparkline_svg(row.sparkline, row.sparkline_changes),
-                    "change": (format_change(row.change.ratio) if row.change is not None else None),
-                    "change_url": (
-                        views.run_path(root, project, row.change.run) if row.change else None
-                    ),
-                }
-                for row in rows
-            ],
-            "runs": [{"run": r, "url": views.run_path(root, project, r.id)} for r in runs],
+            "rows": shown,
+            "open_rows": [r for r in shown if r["open"]],
+            "pr_runs": [run_row(r) for r in pr_runs],
+            "runs": [run_row(r) for r in recent],
         },
     )
+
+
+def _triage_order(rows: list[queries.BenchmarkRow]) -> list[queries.BenchmarkRow]:
+    """Benchmarks with an open change point first, largest move first; then the rest by key."""
+
+    def key(row: queries.BenchmarkRow) -> tuple[int, float, str]:
+        change = row.change
+        if change is not None and change.status == "open":
+            return (0, -abs(math.log(change.ratio)) if change.ratio > 0 else 0.0, row.key)
+        return (1, 0.0, row.key)
+
+    return sorted(rows, key=key)
+
+
+def _benchmark_row(
+    root: str, project: str, branch: str, metric: str, row: queries.BenchmarkRow
+) -> dict[str, Any]:
+    change = row.change
+    return {
+        "row": row,
+        "url": views.trend_path(root, project, key=row.key, metric=metric, branch=branch),
+        "latest": format_value(row.latest, row.unit or ""),
+        "sparkline": views.sparkline_svg(row.sparkline, row.sparkline_changes),
+        "change": format_change(change.ratio) if change is not None else None,
+        "change_url": views.run_path(root, project, change.run) if change else None,
+        "open": change is not None and change.status == "open",
+        "worse": change is not None and (change.ratio > 1) == (row.direction != "higher"),
+    }
+
+
+def _latest_per_pr(runs: list[reads.RunSummary]) -> list[reads.RunSummary]:
+    """The newest run of each pull request, newest first (`runs` is newest first)."""
+    seen: set[int] = set()
+    latest = []
+    for run in runs:
+        if run.pr is not None and run.pr not in seen:
+            seen.add(run.pr)
+            latest.append(run)
+    return latest
+
+
+def _headlines(
+    request: Request,
+    session: Session,
+    sessions: sessionmaker[Session],
+    summary: reads.ProjectSummary,
+    runs: list[reads.RunSummary],
+) -> dict[str, Headline]:
+    """Each run's verdict counts against its base (as its run page compares it), remembered
+    until the project gets another run."""
+    cache = dashboard_state(request).headlines
+    state = (summary.id, summary.runs, summary.latest_run_at)
+
+    def compute(run: reads.RunSummary) -> Headline:
+        try:
+            head = comparisons.resolve_side(session, project_id=summary.id, ref=run.commit)
+            base, note = _base_side(session, project_id=summary.id, run=run, head=head)
+            comparison = _compare(sessions, base, head) if base is not None else None
+        except PerfgateError as exc:
+            return headline_of(None, str(exc))
+        return headline_of(comparison, note)
+
+    return {run.id: cache.get(run.id, state, partial(compute, run)) for run in runs}

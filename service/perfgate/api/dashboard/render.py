@@ -20,6 +20,7 @@ from starlette.templating import Jinja2Templates
 
 from perfgate import __version__
 from perfgate.api.auth import TOKEN_COOKIE
+from perfgate.api.dashboard.headlines import HeadlineCache
 from perfgate.api.dashboard.queries import DetectionCache
 from perfgate.api.deps import get_state
 from perfgate.errors import (
@@ -51,6 +52,7 @@ SECURITY_HEADERS = {
 class DashboardState:
     templates: Jinja2Templates
     detection: DetectionCache = field(default_factory=DetectionCache)
+    headlines: HeadlineCache = field(default_factory=HeadlineCache)
 
 
 def make_state() -> DashboardState:
