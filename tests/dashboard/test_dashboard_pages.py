@@ -392,3 +392,114 @@ def test_a_revoked_token_in_the_cookie_is_dropped(
     assert answer.status_code == 303
     assert answer.headers["location"].startswith("/login?next=")
     assert 'perfgate_token=""' in answer.headers["set-cookie"]
+
+
+# --- the trend page as a triage tool: axis, overlay, acknowledge and dismiss ------------------
+
+
+def change_status(url: str, change_id: int) -> str:
+    """A change point's status as the store has it."""
+    from sqlalchemy import select
+
+    from perfgate.store import models
+    from perfgate.store.connect import open_store
+
+    with open_store(url) as store, store.sessions() as session:
+        status = session.scalar(
+            select(models.ChangePoint.status).where(models.ChangePoint.id == change_id)
+        )
+    assert status is not None, change_id
+    return str(status)
+
+
+def shifted_change_id(page: str) -> int:
+    found = re.search(r'<tr data-change-id="(\d+)">', page)
+    assert found, "the trend page lists no change point"
+    return int(found.group(1))
+
+
+def test_trend_axis_has_round_distinct_ticks_and_an_honest_note(client: httpx.Client) -> None:
+    for metric in ("time", "peak_memory"):
+        page = client.get(trend_path(SHIFTED_KEY, metric=metric)).text
+        axis = chart_data(page)["y_axis"]
+        assert len(set(axis["labels"])) == len(axis["labels"]) >= 2, axis
+        assert axis["min"] <= min(p["median"] for p in chart_data(page)["points"])
+    # peak_memory has one value per run: no band, so the note must not promise one.
+    memory = client.get(trend_path(SHIFTED_KEY, metric="peak_memory")).text
+    note = re.search(r'<p class="legend-note" id="legend-note">(.*?)</p>', memory, re.S)
+    assert note is not None and "confidence" not in note.group(1)
+    assert "One value per run" in note.group(1)
+    time_note = client.get(trend_path(SHIFTED_KEY)).text
+    assert "95% confidence band" in time_note
+
+
+def test_trend_page_overlays_a_pull_requests_head(client: httpx.Client, seeded: Seeded) -> None:
+    from dashhelpers import PR_KEY, PR_SLOWDOWN
+
+    pr_run = seeded.pr["run"]["id"]
+    page = client.get(trend_path(PR_KEY, head=pr_run))
+    assert page.status_code == 200
+    data = chart_data(page.text)
+    overlay = data["overlay"]
+    assert overlay["run"] == pr_run and overlay["label"] == f"PR #{PR_NUMBER} head"
+    level = sorted(p["median"] for p in data["points"])[len(data["points"]) // 2]
+    assert overlay["median"] / level == pytest.approx(PR_SLOWDOWN, rel=0.05)
+    # The axis makes room for the overlay, and the PR is offered in the overlay picker.
+    assert data["y_axis"]["max"] >= overlay["median"]
+    assert f'<option value="{pr_run}" selected>PR #{PR_NUMBER} head' in page.text
+    # The PR run's page links its regression's trend with the overlay on.
+    run_page = client.get(f"{PROJECT_PATH}/runs/{pr_run}").text
+    assert f"head={pr_run}" in run_page
+
+
+def test_change_points_link_their_runs_and_buttons_need_an_upload_token(
+    private: httpx.Client, seeded_sqlite: Seeded
+) -> None:
+    read = {"Authorization": f"Bearer {seeded_sqlite.read_token}"}
+    page = private.get(trend_path(SHIFTED_KEY), headers=read).text
+    run_id = seeded_sqlite.main[SHIFT_AT]["run"]["id"]
+    row = page[page.index("<tr data-change-id=") : page.index("</tr>", page.index("data-change-"))]
+    assert f'href="/p/{PROJECT}/runs/{run_id}"' in row
+    assert "<button" not in row and 'id="triage-note"' in page
+    upload = {"Authorization": f"Bearer {seeded_sqlite.upload_token}"}
+    page = private.get(trend_path(SHIFTED_KEY), headers=upload).text
+    change_id = shifted_change_id(page)
+    assert f'action="/p/{PROJECT}/changes/{change_id}"' in page
+    assert 'data-status="acknowledged"' in page and 'data-status="dismissed"' in page
+
+
+def test_triage_form_sets_the_status_for_an_upload_login_only(
+    private: httpx.Client, seeded_sqlite: Seeded
+) -> None:
+    upload = {"Authorization": f"Bearer {seeded_sqlite.upload_token}"}
+    change_id = shifted_change_id(private.get(trend_path(SHIFTED_KEY), headers=upload).text)
+    action = f"{PROJECT_PATH}/changes/{change_id}"
+    back = trend_path(SHIFTED_KEY)
+    form = {"status": "acknowledged", "next": back}
+    try:
+        # A read login may look but not triage.
+        private.post("/login", data={"token": seeded_sqlite.read_token})
+        assert private.post(action, data=form).status_code == 403
+        assert change_status(seeded_sqlite.url, change_id) == "open"
+        # An upload login may, but not from another site's page (the login's own rule).
+        private.post("/login", data={"token": seeded_sqlite.upload_token})
+        forged = private.post(action, data=form, headers={"Origin": "http://evil.example"})
+        assert forged.status_code == 403
+        assert change_status(seeded_sqlite.url, change_id) == "open"
+        done = private.post(action, data=form, headers={"Origin": private_origin(private)})
+        assert done.status_code == 303 and done.headers["location"] == back
+        assert change_status(seeded_sqlite.url, change_id) == "acknowledged"
+        page = private.get(back).text
+        assert 'status-acknowledged">acknowledged' in page and 'data-status="open"' in page
+        # A status the store does not know is a bad request, and changes nothing.
+        bad = private.post(action, data={"status": "fixed", "next": back})
+        assert bad.status_code == 400 and "is not one of" in bad.text
+        assert change_status(seeded_sqlite.url, change_id) == "acknowledged"
+    finally:
+        private.post(action, data={"status": "open", "next": back})
+        private.post("/logout")
+    assert change_status(seeded_sqlite.url, change_id) == "open"
+
+
+def private_origin(client: httpx.Client) -> str:
+    return str(client.base_url).rstrip("/")

@@ -98,7 +98,7 @@ def test_verdicts_become_badges_on_classed_rows_and_trends_become_svg() -> None:
     assert '<span class="badge badge-possible_regression">needs a look</span> 1 possible' in page
     # Tables scroll in their own box; secondary columns carry a class a narrow screen hides.
     assert page.count('<div class="table-scroll">') == page.count("<table>") == 1
-    assert page.count('class="num secondary"') == 2 * 4  # base and 95% CI, head row + 3 rows
+    assert page.count('class="num secondary"') == 3 * 4  # base, head, 95% CI; head row + 3 rows
 
 
 def test_sparkline_draws_values_and_change_marks_only() -> None:

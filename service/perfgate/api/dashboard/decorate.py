@@ -34,7 +34,7 @@ _LEADING_ICON = re.compile(rf"^({_ICON})\ufe0f?\s*")
 _STRAY_ICON = re.compile(rf"(?:{_ICON})\ufe0f?\s?")
 _SPARK = re.compile(rf"[{BARS}]+→[{BARS}]")
 # Columns a narrow screen may fold away: the comparison stays readable without them.
-SECONDARY_COLUMNS = frozenset({"base", "95% CI", "why"})
+SECONDARY_COLUMNS = frozenset({"base", "head", "95% CI", "trend", "why"})
 
 Sparkline = Callable[[Sequence[float]], str]
 

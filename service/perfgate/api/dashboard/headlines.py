@@ -18,7 +18,18 @@ from perfgate.stats.model import Comparison
 # Enough for the runs one project page shows, times a few projects.
 MAX_REMEMBERED = 512
 # The counts a run list shows, most urgent first (report.verdicts' words).
-SHOWN = ("regression", "possible regression", "improvement", "error", "unchanged")
+SHOWN = (
+    "regression",
+    "possible regression",
+    "error",
+    "improvement",
+    "missing",
+    "new",
+    "inconclusive",
+    "unchanged",
+)
+# What colours a run's row: the first of these with a count.
+URGENT = ("regression", "possible regression", "error", "improvement")
 
 
 @dataclass(frozen=True)
@@ -33,7 +44,7 @@ class Headline:
         """The row's class: the most urgent verdict with a count, else `unchanged` or `none`."""
         if self.note is not None:
             return "none"
-        return next((v.replace(" ", "_") for v in SHOWN if self.counts.get(v)), "unchanged")
+        return next((v.replace(" ", "_") for v in URGENT if self.counts.get(v)), "unchanged")
 
     @property
     def parts(self) -> list[tuple[str, str]]:

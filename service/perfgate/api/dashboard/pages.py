@@ -4,23 +4,30 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session, sessionmaker
 
-from perfgate.api.auth import authorize, visible_projects
-from perfgate.api.dashboard import queries, views
+from perfgate.api.auth import authorize, identify, visible_projects
+from perfgate.api.dashboard import login, queries, views
 from perfgate.api.dashboard.headlines import Headline, headline_of
-from perfgate.api.dashboard.render import PageRoute, dashboard_state, render, root_path
+from perfgate.api.dashboard.render import (
+    PageRoute,
+    dashboard_state,
+    error_page,
+    render,
+    root_path,
+)
+from perfgate.api.dashboard.ticks import axis_ticks
 from perfgate.api.deps import SessionDep, SessionsDep
 from perfgate.errors import NotFoundError, PerfgateError
 from perfgate.report.units import format_change, format_value
 from perfgate.stats.compare import CompareSettings
 from perfgate.stats.model import Comparison
 from perfgate.store import comparisons, reads
-from perfgate.store.trends import Series, load_series
+from perfgate.store.trends import Series, load_series, set_change_status
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
@@ -62,6 +69,7 @@ def trend_page(
     key: str = "",
     metric: str = "time",
     branch: str = "",
+    head: str = "",
 ) -> Response:
     summary = _project(request, session, project)
     if not key:
@@ -73,6 +81,8 @@ def trend_page(
         preferred = queries.default_branch(session, project_id=summary.id)
         branch = preferred if preferred in branches else (branches[0] if branches else "main")
     root = root_path(request)
+    pr_runs = _latest_per_pr(reads.list_runs(session, project_id=summary.id, limit=PR_SCAN))
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     context: dict[str, Any] = {
         "project": project,
         "project_url": views.project_path(root, project),
@@ -81,21 +91,87 @@ def trend_page(
         "metrics": metrics if metric in metrics else [metric, *metrics],
         "branch": branch,
         "branches": branches if branch in branches else [*branches, branch],
+        "head": head,
+        "pr_runs": pr_runs,
         "series": None,
         "chart": None,
         "message": None,
+        "has_ci": False,
+        "overlay": None,
+        "can_triage": _may_triage(request, session, project),
+        "triage_url": lambda change_id: f"{views.project_path(root, project)}/changes/{change_id}",
+        "run_url": lambda run_id: views.run_path(root, project, run_id),
+        "here": here,
+        "statuses": TRIAGE_ACTIONS,
     }
+    overlay = _overlay(sessions, session, project, key=key, metric=metric, head=head)
     try:
         series = load_series(sessions, project=project, key=key, metric=metric, branch=branch)
     except NotFoundError as exc:
         context["message"] = str(exc)
         return render(request, "trend.html", context, status_code=404)
     context["series"] = series
-    context["chart"] = _chart_data(root, project, series)
+    context["has_ci"] = any(p.ci for p in series.points)
+    context["overlay"] = overlay
+    context["chart"] = _chart_data(root, project, series, overlay)
     return render(request, "trend.html", context)
 
 
-def _chart_data(root: str, project: str, series: Series) -> dict[str, Any]:
+# What a person may do with a change point in each status: (new status, button label).
+TRIAGE_ACTIONS: dict[str, list[tuple[str, str]]] = {
+    "open": [("acknowledged", "Acknowledge"), ("dismissed", "Dismiss")],
+    "acknowledged": [("dismissed", "Dismiss"), ("open", "Reopen")],
+    "dismissed": [("open", "Reopen")],
+}
+
+
+def _may_triage(request: Request, session: Session, project: str) -> bool:
+    """Whether the caller's token may set change-point statuses here (an upload token of it)."""
+    try:
+        grant = identify(request, session)
+    except PerfgateError:
+        return False
+    return grant is not None and grant.allows("upload") and grant.project == project
+
+
+def _overlay(
+    sessions: sessionmaker[Session],
+    session: Session,
+    project: str,
+    *,
+    key: str,
+    metric: str,
+    head: str,
+) -> dict[str, Any] | None:
+    """A pull request's head run (`head`: its run id) to draw over the branch's trend."""
+    if not head:
+        return None
+    run = reads.get_run(session, run_id=head)
+    if run.project != project or not run.branch:
+        raise NotFoundError(f"run {head!r} is not a run of {project!r} on a branch")
+    try:
+        pr_series = load_series(
+            sessions, project=project, key=key, metric=metric, branch=run.branch
+        )
+    except NotFoundError:
+        return None
+    point = next((p for p in pr_series.points if p.run == run.id), None)
+    if point is None:
+        return None
+    label = f"PR #{run.pr} head" if run.pr else f"{run.branch} head"
+    return {
+        "run": run.id,
+        "label": label,
+        "commit": run.commit,
+        "median": point.median,
+        "ci": list(point.ci) if point.ci else None,
+        "median_text": format_value(point.median, pr_series.unit),
+    }
+
+
+def _chart_data(
+    root: str, project: str, series: Series, overlay: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """What trend.js draws; texts are formatted here so they match the tables and the CLI."""
     changes = {c.run: c for c in series.change_points}
     points = []
@@ -128,6 +204,10 @@ def _chart_data(root: str, project: str, series: Series) -> dict[str, Any]:
                 "url": views.run_path(root, project, p.run),
             }
         )
+    values = [v for p in series.points for v in (p.median, *(p.ci or ()))]
+    if overlay is not None:
+        values.append(overlay["median"])
+    axis = axis_ticks(min(values), max(values), series.unit)
     return {
         "key": series.key,
         "metric": series.metric,
@@ -136,7 +216,41 @@ def _chart_data(root: str, project: str, series: Series) -> dict[str, Any]:
         "branch": series.branch,
         "points": points,
         "change_points": [i for i, p in enumerate(series.points) if p.run in changes],
+        "y_axis": {
+            "min": axis.low,
+            "max": axis.high,
+            "ticks": axis.ticks,
+            "labels": axis.labels,
+        },
+        "overlay": (
+            overlay | {"url": views.run_path(root, project, overlay["run"])} if overlay else None
+        ),
     }
+
+
+@router.post("/p/{project:path}/changes/{change_id}", name="dashboard_change_status")
+async def change_status_form(
+    request: Request,
+    project: str,
+    change_id: Annotated[int, Path(ge=1, le=2**31 - 1)],
+    session: SessionDep,
+    sessions: SessionsDep,
+) -> Response:
+    """The trend page's triage buttons: the same store call as `PATCH /api/v1/changes/{id}`,
+    for an upload token of the project (the login cookie's, refused from another origin)."""
+    if login.cross_site(request):
+        return error_page(request, 403, "Not allowed", "a triage form must be sent from this site")
+    form = await login.small_form(request)
+    if form is None:
+        return error_page(request, 413, "Too large", "the triage form is too large")
+    authorize(request, session, project=project, scope="upload")
+    ref = reads.get_change_ref(session, change_id=change_id)
+    if ref.project != project:
+        raise NotFoundError(f"change point {change_id} is not in {project!r}")
+    session.close()
+    set_change_status(sessions, change_id=change_id, status=(form.get("status") or [""])[0])
+    target = login.safe_next(root_path(request), (form.get("next") or [""])[0])
+    return RedirectResponse(target, status_code=303)
 
 
 @router.get("/p/{project:path}/runs/{run_id}", name="dashboard_run")
@@ -153,7 +267,8 @@ def run_page(
     return render(
         request,
         "run.html",
-        _comparison_context(request, project, comparison) | {"run": run, "note": note},
+        _comparison_context(request, project, comparison, overlay=run.id if run.pr else None)
+        | {"run": run, "note": note},
     )
 
 
@@ -205,8 +320,10 @@ def _compare(
 
 
 def _comparison_context(
-    request: Request, project: str, comparison: Comparison | None
+    request: Request, project: str, comparison: Comparison | None, *, overlay: str | None = None
 ) -> dict[str, Any]:
+    """What a comparison page shows; `overlay`: a pull request's run whose head the trend
+    links draw over the base branch's trend."""
     root = root_path(request)
     context: dict[str, Any] = {
         "project": project,
@@ -225,7 +342,9 @@ def _comparison_context(
                     "key": key,
                     "metric": metric,
                     "verdict": verdict,
-                    "url": views.trend_path(root, project, key=key, metric=metric, branch=branch),
+                    "url": views.trend_path(
+                        root, project, key=key, metric=metric, branch=branch, head=overlay
+                    ),
                 }
                 for key, metric, verdict in views.changed_keys(comparison)
             ],

@@ -160,10 +160,15 @@ def project_path(root: str, project: str) -> str:
     return f"{root}/p/{quote(project, safe='/')}"
 
 
-def trend_path(root: str, project: str, *, key: str, metric: str, branch: str | None) -> str:
+def trend_path(
+    root: str, project: str, *, key: str, metric: str, branch: str | None, head: str | None = None
+) -> str:
+    """The trend page; with `head` (a pull request's run id), its value drawn over the trend."""
     query = {"key": key, "metric": metric}
     if branch:
         query["branch"] = branch
+    if head:
+        query["head"] = head
     return f"{project_path(root, project)}/trend?{urlencode(query)}"
 
 
