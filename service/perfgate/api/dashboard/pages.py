@@ -11,8 +11,8 @@ from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session, sessionmaker
 
 from perfgate.api.auth import authorize, identify, visible_projects
-from perfgate.api.dashboard import login, queries, views
-from perfgate.api.dashboard.headlines import Headline, headline_of
+from perfgate.api.dashboard import login, queries, runcompare, views
+from perfgate.api.dashboard.headlines import Headline
 from perfgate.api.dashboard.render import (
     PageRoute,
     dashboard_state,
@@ -24,7 +24,6 @@ from perfgate.api.dashboard.ticks import axis_ticks
 from perfgate.api.deps import SessionDep, SessionsDep
 from perfgate.errors import NotFoundError, PerfgateError
 from perfgate.report.units import format_change, format_value
-from perfgate.stats.compare import CompareSettings
 from perfgate.stats.model import Comparison
 from perfgate.store import comparisons, reads
 from perfgate.store.trends import Series, load_series, set_change_status
@@ -262,60 +261,13 @@ def run_page(
     if run.project != project:
         raise NotFoundError(f"run {run_id!r} is not a run of {project!r}")
     head = comparisons.resolve_side(session, project_id=summary.id, ref=run.commit)
-    base, note = _base_side(session, project_id=summary.id, run=run, head=head)
-    comparison = _compare(sessions, base, head) if base is not None else None
+    base, note = runcompare.base_side(session, project_id=summary.id, run=run, head=head)
+    comparison = runcompare.compare(sessions, base, head) if base is not None else None
     return render(
         request,
         "run.html",
         _comparison_context(request, project, comparison, overlay=run.id if run.pr else None)
         | {"run": run, "note": note},
-    )
-
-
-def _base_side(
-    session: Session, *, project_id: int, run: reads.RunSummary, head: comparisons.Side
-) -> tuple[comparisons.Side | None, str | None]:
-    """What a run is compared with: its recorded base commit, else the previous commit."""
-    fallback = queries.default_branch(session, project_id=project_id)
-    if run.base_commit:
-        try:
-            side = comparisons.resolve_side(
-                session,
-                project_id=project_id,
-                ref=run.base_commit,
-                fallback_branch=fallback,
-                before=head.started_at,
-            )
-        except NotFoundError as exc:
-            return None, str(exc)
-        return side, None
-    if not run.branch:
-        return None, "this run names no branch and no base commit: nothing to compare it with"
-    previous = queries.previous_commit(
-        session,
-        project_id=project_id,
-        branch=run.branch,
-        before=head.started_at,
-        other_than=run.commit,
-    )
-    if previous is None:
-        return None, f"no earlier commit on {run.branch} to compare this run with"
-    side = comparisons.resolve_side(session, project_id=project_id, ref=previous)
-    side.label = side.label or f"previous commit on {run.branch}"
-    return side, None
-
-
-def _compare(
-    sessions: sessionmaker[Session], base: comparisons.Side, head: comparisons.Side
-) -> Comparison:
-    base = comparisons.require_documents(base, "base")
-    head = comparisons.require_documents(head, "head")
-    return comparisons.compare_sides(
-        base,
-        head,
-        settings=CompareSettings(),
-        history=comparisons.history_for(sessions, base=base),
-        calibration=comparisons.calibration_for(sessions, base=base),
     )
 
 
@@ -382,7 +334,7 @@ def compare_page(
         fallback_branch=queries.default_branch(session, project_id=summary.id),
         before=head_side.started_at,
     )
-    comparison = _compare(sessions, base_side, head_side)
+    comparison = runcompare.compare(sessions, base_side, head_side)
     return render(
         request,
         "compare.html",
@@ -494,18 +446,13 @@ def _headlines(
     summary: reads.ProjectSummary,
     runs: list[reads.RunSummary],
 ) -> dict[str, Headline]:
-    """Each run's verdict counts against its base (as its run page compares it), remembered
-    until the project gets another run."""
+    """Each run's verdict counts against its base, as its run page compares it (remembered,
+    see headlines.py)."""
     cache = dashboard_state(request).headlines
     state = (summary.id, summary.runs, summary.latest_run_at)
-
-    def compute(run: reads.RunSummary) -> Headline:
-        try:
-            head = comparisons.resolve_side(session, project_id=summary.id, ref=run.commit)
-            base, note = _base_side(session, project_id=summary.id, run=run, head=head)
-            comparison = _compare(sessions, base, head) if base is not None else None
-        except PerfgateError as exc:
-            return headline_of(None, str(exc))
-        return headline_of(comparison, note)
-
-    return {run.id: cache.get(run.id, state, partial(compute, run)) for run in runs}
+    return {
+        run.id: cache.get(
+            run.id, state, partial(runcompare.prepare, session, sessions, summary.id, run)
+        )
+        for run in runs
+    }
