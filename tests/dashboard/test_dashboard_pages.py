@@ -476,6 +476,10 @@ def test_triage_form_sets_the_status_for_an_upload_login_only(
     action = f"{PROJECT_PATH}/changes/{change_id}"
     back = trend_path(SHIFTED_KEY)
     form = {"status": "acknowledged", "next": back}
+    # Without a login the form leads to the login page, and from there back to the trend page.
+    anonymous = private.post(action, data=form)
+    assert anonymous.status_code == 303
+    assert anonymous.headers["location"] == f"/login?next={quote(back, safe='')}"
     try:
         # A read login may look but not triage.
         private.post("/login", data={"token": seeded_sqlite.read_token})

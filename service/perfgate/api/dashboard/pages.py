@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 from functools import partial
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session, sessionmaker
 
-from perfgate.api.auth import authorize, identify, visible_projects
+from perfgate.api.auth import TOKEN_COOKIE, authorize, identify, visible_projects
 from perfgate.api.dashboard import login, queries, runcompare, views
 from perfgate.api.dashboard.headlines import Headline
 from perfgate.api.dashboard.render import (
@@ -22,7 +23,7 @@ from perfgate.api.dashboard.render import (
 )
 from perfgate.api.dashboard.ticks import axis_ticks
 from perfgate.api.deps import SessionDep, SessionsDep
-from perfgate.errors import NotFoundError, PerfgateError
+from perfgate.errors import AuthenticationError, NotFoundError, PerfgateError
 from perfgate.report.units import format_change, format_value
 from perfgate.stats.model import Comparison
 from perfgate.store import comparisons, reads
@@ -242,13 +243,22 @@ async def change_status_form(
     form = await login.small_form(request)
     if form is None:
         return error_page(request, 413, "Too large", "the triage form is too large")
-    authorize(request, session, project=project, scope="upload")
+    target = login.safe_next(root_path(request), (form.get("next") or [""])[0])
+    try:
+        authorize(request, session, project=project, scope="upload")
+    except AuthenticationError:
+        # Back to the page the form was on after logging in, not to this form's address.
+        response = RedirectResponse(
+            f"{root_path(request)}/login?next={quote(target, safe='')}", status_code=303
+        )
+        if request.cookies.get(TOKEN_COOKIE):
+            response.delete_cookie(TOKEN_COOKIE, path="/")
+        return response
     ref = reads.get_change_ref(session, change_id=change_id)
     if ref.project != project:
         raise NotFoundError(f"change point {change_id} is not in {project!r}")
     session.close()
     set_change_status(sessions, change_id=change_id, status=(form.get("status") or [""])[0])
-    target = login.safe_next(root_path(request), (form.get("next") or [""])[0])
     return RedirectResponse(target, status_code=303)
 
 
