@@ -34,6 +34,11 @@ SLOWDOWN = 1.3
 FEATURE_BRANCH = "feature/x"
 FEATURE_RUNS = 8
 SHIFTED_KEY = make_key("kernel", {"n": 64, "variant": 0})
+# One pull request's run, based on main's last commit, that slows another benchmark down.
+PR_NUMBER = 7
+PR_BRANCH = "fix/speed"
+PR_KEY = make_key("kernel", {"n": 128, "variant": 0})
+PR_SLOWDOWN = 1.25
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 
 
@@ -78,6 +83,22 @@ def feature_document(i: int) -> dict[str, Any]:
     )
 
 
+def pr_document() -> dict[str, Any]:
+    doc = synthetic_document(
+        benchmarks=3,
+        samples=12,
+        seed=300,
+        commit=commit_of(300),
+        branch=PR_BRANCH,
+        started_at=T0 + timedelta(hours=MAIN_RUNS + FEATURE_RUNS + 20),
+        slowdown={SHIFTED_KEY: SLOWDOWN, PR_KEY: PR_SLOWDOWN},
+        ops_per_benchmark=3,
+    )
+    doc["run"]["pr"] = PR_NUMBER
+    doc["run"]["base_commit"] = commit_of(MAIN_RUNS - 1)
+    return doc
+
+
 def hostile_document() -> dict[str, Any]:
     doc = synthetic_document(
         benchmarks=1, samples=12, seed=200, commit=commit_of(200), project=HOSTILE_PROJECT
@@ -95,6 +116,7 @@ class Seeded:
     url: str
     main: list[dict[str, Any]]
     feature: list[dict[str, Any]]
+    pr: dict[str, Any]
     hostile: dict[str, Any]
     read_token: str
     upload_token: str
@@ -109,9 +131,10 @@ class Seeded:
 def seed_store(url: str) -> Seeded:
     main = [main_document(i) for i in range(MAIN_RUNS)]
     feature = [feature_document(i) for i in range(FEATURE_RUNS)]
+    pr = pr_document()
     hostile = hostile_document()
     with open_store(url) as store:
-        for doc in [*main, *feature, hostile]:
+        for doc in [*main, *feature, pr, hostile]:
             store_document(store.sessions, parse_document(doc))
         read = tokens.create_token(store.sessions, project=PROJECT, scope="read")
         upload = tokens.create_token(store.sessions, project=PROJECT, scope="upload")
@@ -122,6 +145,7 @@ def seed_store(url: str) -> Seeded:
         url=url,
         main=main,
         feature=feature,
+        pr=pr,
         hostile=hostile,
         read_token=read.token,
         upload_token=upload.token,

@@ -158,7 +158,7 @@ def test_project_page_in_the_browser(
     browser.get(f"{public_server.url}/p/{PROJECT}")
     rows = browser.find_elements(By.CSS_SELECTOR, "#benchmarks tbody tr")
     assert len(rows) == 3
-    shifted = browser.find_element(By.CSS_SELECTOR, f'tr[data-key="{SHIFTED_KEY}"]')
+    shifted = browser.find_element(By.CSS_SELECTOR, f'#benchmarks tr[data-key="{SHIFTED_KEY}"]')
     assert shifted.find_elements(By.CSS_SELECTOR, "svg.sparkline line.spark-change")
     assert "open" in shifted.text
     browser.save_screenshot(str(artifacts_dir / "dashboard-project.png"))
@@ -191,3 +191,146 @@ def test_login_keeps_the_token_out_of_scripts_and_logout_ends_it(
     browser.get(f"{private_server.url}/p/{PROJECT}")
     WebDriverWait(browser, WAIT_S).until(ec.url_contains("/login?next="))
     browser.delete_all_cookies()
+
+
+def narrow(browser: Any, width: int) -> None:
+    """Lay pages out `width` CSS pixels wide (a window cannot be made that narrow everywhere)."""
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+    )
+
+
+def test_regression_rows_carry_their_class_and_a_coloured_badge(
+    browser: Any, public_server: LiveServer, seeded_sqlite: Seeded, artifacts_dir: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    run_id = seeded_sqlite.main[SHIFT_AT]["run"]["id"]
+    browser.get(f"{public_server.url}/p/{PROJECT}/runs/{run_id}")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#comment tr.verdict-regression")
+    assert rows, "no row carries the regression's class"
+    badge = rows[0].find_element(By.CSS_SELECTOR, ".badge-regression")
+    assert badge.is_displayed() and badge.text == "regression"
+    background = browser.execute_script(
+        "return getComputedStyle(arguments[0]).backgroundColor", badge
+    )
+    assert background not in ("transparent", "rgba(0, 0, 0, 0)"), background
+    colour = browser.execute_script("return getComputedStyle(arguments[0]).color", badge)
+    assert colour != background
+    # The row itself is tinted, and its trend is drawn (an SVG, not block characters).
+    row_background = browser.execute_script(
+        "return getComputedStyle(arguments[0].querySelector('td')).backgroundColor", rows[0]
+    )
+    assert row_background not in ("transparent", "rgba(0, 0, 0, 0)"), row_background
+    assert rows[0].find_elements(By.CSS_SELECTOR, "svg.sparkline polyline")
+    assert "▁" not in browser.find_element(By.ID, "comment").text
+    assert browser_errors(browser) == []
+
+
+def test_no_page_is_wider_than_a_420px_screen(
+    browser: Any, public_server: LiveServer, seeded_sqlite: Seeded, artifacts_dir: Path
+) -> None:
+    from dashhelpers import PR_KEY
+
+    project = f"{public_server.url}/p/{PROJECT}"
+    pr_run = seeded_sqlite.pr["run"]["id"]
+    pages = {
+        "projects": f"{public_server.url}/",
+        "project": project,
+        "trend": trend_url(public_server),
+        "trend-memory": trend_url(public_server, metric="peak_memory"),
+        "trend-overlay": f"{project}/trend?{urlencode({'key': PR_KEY, 'head': pr_run})}",
+        "run": f"{project}/runs/{seeded_sqlite.main[SHIFT_AT]['run']['id']}",
+        "run-pr": f"{project}/runs/{pr_run}",
+        "compare": f"{project}/compare?"
+        + urlencode({"base": commit_of(SHIFT_AT - 1), "head": commit_of(SHIFT_AT)}),
+        "login": f"{public_server.url}/login",
+    }
+    narrow(browser, 420)
+    try:
+        widths = {}
+        for name, url in pages.items():
+            browser.get(url)
+            assert browser.execute_script("return window.innerWidth") == 420
+            widths[name] = browser.execute_script("return document.documentElement.scrollWidth")
+            browser.save_screenshot(str(artifacts_dir / f"dashboard-{name}-420.png"))
+        assert all(width <= 420 for width in widths.values()), widths
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert browser_errors(browser) == []
+
+
+def test_project_page_lists_open_change_points_first(
+    browser: Any, public_server: LiveServer
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{public_server.url}/p/{PROJECT}")
+    tops = {
+        name: browser.find_element(By.ID, name).rect["y"]
+        for name in ("open-changes", "pr-runs", "benchmarks", "runs")
+    }
+    assert sorted(tops, key=tops.__getitem__) == ["open-changes", "pr-runs", "benchmarks", "runs"]
+    first_open = browser.find_element(By.CSS_SELECTOR, "#open-changes tbody tr")
+    assert first_open.get_attribute("data-key") == SHIFTED_KEY
+    first_bench = browser.find_element(By.CSS_SELECTOR, "#benchmarks tbody tr")
+    assert first_bench.get_attribute("data-key") == SHIFTED_KEY
+    pr = browser.find_element(By.CSS_SELECTOR, "#pr-runs tbody tr")
+    assert "1 regression" in pr.text
+
+
+def test_acknowledging_a_change_point_from_the_trend_page(
+    browser: Any, private_server: LiveServer, seeded_sqlite: Seeded, artifacts_dir: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from perfgate.store import models
+    from perfgate.store.connect import open_store
+
+    def status_in_store(change_id: int) -> str:
+        with open_store(seeded_sqlite.url) as store, store.sessions() as session:
+            change = session.get(models.ChangePoint, change_id)
+            assert change is not None
+            return str(change.status)
+
+    def log_in(token: str) -> None:
+        browser.delete_all_cookies()
+        browser.get(trend_url(private_server))
+        WebDriverWait(browser, WAIT_S).until(ec.url_contains("/login?next="))
+        browser.find_element(By.ID, "token").send_keys(token)
+        browser.find_element(By.ID, "login-submit").click()
+        wait_for_chart(browser)
+
+    # A read login sees the change point but no buttons.
+    log_in(seeded_sqlite.read_token)
+    row = browser.find_element(By.CSS_SELECTOR, "#change-points tbody tr")
+    assert not row.find_elements(By.TAG_NAME, "button")
+    change_id = int(row.get_attribute("data-change-id"))
+
+    log_in(seeded_sqlite.upload_token)
+    try:
+        assert status_in_store(change_id) == "open"
+        browser.find_element(By.CSS_SELECTOR, "button[data-status='acknowledged']").click()
+        WebDriverWait(browser, WAIT_S).until(
+            ec.text_to_be_present_in_element(
+                (By.CSS_SELECTOR, "#change-points .status"), "acknowledged"
+            )
+        )
+        wait_for_chart(browser)  # back on the trend page
+        assert status_in_store(change_id) == "acknowledged"
+        browser.save_screenshot(str(artifacts_dir / "dashboard-trend-acknowledged.png"))
+        browser.find_element(By.CSS_SELECTOR, "button[data-status='open']").click()
+        WebDriverWait(browser, WAIT_S).until(
+            ec.text_to_be_present_in_element((By.CSS_SELECTOR, "#change-points .status"), "open")
+        )
+        assert status_in_store(change_id) == "open"
+        assert browser_errors(browser) == []
+    finally:
+        with open_store(seeded_sqlite.url) as store:
+            from perfgate.store.trends import set_change_status
+
+            set_change_status(store.sessions, change_id=change_id, status="open")
+        browser.delete_all_cookies()

@@ -18,6 +18,7 @@ from dashhelpers import (
     HOSTILE_NAME,
     HOSTILE_PROJECT,
     MAIN_RUNS,
+    PR_NUMBER,
     PROJECT,
     SHIFT_AT,
     SHIFTED_KEY,
@@ -105,6 +106,13 @@ def markdown_tables(markdown: str) -> list[list[list[str]]]:
     return tables
 
 
+def shown_as_on_page(cell: str) -> str:
+    """A comment cell as the page shows it: verdict icons become badges (their word stays),
+    block sparklines an SVG (no text)."""
+    cell = re.sub(r"^(🔴|🟢|⚪|🟡|⚫|🆕|❌) ", "", cell)
+    return "" if re.fullmatch(r"\[?[▁-█]+→[▁-█](\]\(.*\))?", cell) else cell
+
+
 @pytest.fixture
 def client(backend_server: tuple[LiveServer, Seeded]) -> Iterator[httpx.Client]:
     server, _ = backend_server
@@ -134,9 +142,12 @@ def test_project_page_shows_each_benchmark_with_sparkline_and_latest_change(
 ) -> None:
     page = client.get(PROJECT_PATH)
     assert page.status_code == 200
-    rows = re.findall(r'<tr data-key="([^"]+)">(.*?)</tr>', page.text, re.S)
+    table = page.text[page.text.index('id="benchmarks"') :]
+    rows = re.findall(r'<tr data-key="([^"]+)"(?: class="attention")?>(.*?)</tr>', table, re.S)
     keys = [html.unescape(k) for k, _ in rows]
     assert sorted(keys) == sorted(b["key"] for b in seeded.main[0]["benchmarks"])
+    # The benchmark with an open change point leads, though its name sorts after the others'.
+    assert keys[0] == SHIFTED_KEY and min(keys) < SHIFTED_KEY
     for key, body in rows:
         assert 'class="sparkline"' in body
         assert body.count("<polyline") == 1
@@ -154,6 +165,26 @@ def test_project_page_shows_each_benchmark_with_sparkline_and_latest_change(
     assert feature.status_code == 200
     assert "status-open" not in feature.text
     assert f'<option value="{FEATURE_BRANCH}" selected>' in feature.text
+
+
+def test_project_page_leads_with_open_changes_then_pull_requests(
+    client: httpx.Client, seeded: Seeded
+) -> None:
+    page = client.get(PROJECT_PATH).text
+    sections = [page.index(f'id="{name}"') for name in ("open-changes", "pr-runs", "benchmarks")]
+    assert sections == sorted(sections)
+    open_changes = page[sections[0] : page.index("</table>", sections[0])]
+    assert re.findall(r'data-key="([^"]+)"', open_changes) == [html.escape(SHIFTED_KEY)]
+    assert 'class="verdict-regression"' in open_changes
+    # The pull request's run, from another branch than the one shown, with its verdict counts.
+    pr = page[sections[1] : page.index("</table>", sections[1])]
+    assert f"#{PR_NUMBER}" in pr and seeded.pr["run"]["id"][:8] in pr
+    assert '<tr class="verdict-regression"' in pr
+    assert '<span class="badge badge-regression">1 regression</span>' in pr
+    # Recent runs carry a verdict: the planted shift's run is one regression, the PR run too.
+    runs = page[page.index('id="runs"') :]
+    assert "<th>verdict</th>" in runs
+    assert f'data-run="{seeded.pr["run"]["id"]}"' in runs
 
 
 def test_trend_page_embeds_points_and_change_points_per_branch(client: httpx.Client) -> None:
@@ -226,12 +257,20 @@ def test_run_page_renders_the_pr_comment_tables(client: httpx.Client, seeded: Se
         db_url=seeded.url,
         max_bytes=1 << 30,
     )
-    expected = markdown_tables(render_markdown(comparison, limit=1 << 40))
+    expected = [
+        [[shown_as_on_page(cell) for cell in row] for row in table]
+        for table in markdown_tables(render_markdown(comparison, limit=1 << 40))
+    ]
     shown = page_tables(page.text)
     assert len(expected) >= 3  # changes, the ops behind the regression, all results
     assert shown == expected
     regression_rows = [row for table in shown for row in table if "regression" in row[-1]]
     assert regression_rows and regression_rows[0][0] == SHIFTED_KEY
+    # The regression's row carries its verdict class and badge, its trend an SVG sparkline.
+    row = re.search(r'<tr class="verdict-regression">(.*?)</tr>', page.text, re.S)
+    assert row is not None and html.escape(SHIFTED_KEY) in row.group(1)
+    assert '<span class="badge badge-regression">regression</span>' in row.group(1)
+    assert '<svg class="sparkline"' in row.group(1)
     assert any(row[0] == "aten::copy_" for table in shown for row in table)
 
 
@@ -353,3 +392,118 @@ def test_a_revoked_token_in_the_cookie_is_dropped(
     assert answer.status_code == 303
     assert answer.headers["location"].startswith("/login?next=")
     assert 'perfgate_token=""' in answer.headers["set-cookie"]
+
+
+# --- the trend page as a triage tool: axis, overlay, acknowledge and dismiss ------------------
+
+
+def change_status(url: str, change_id: int) -> str:
+    """A change point's status as the store has it."""
+    from sqlalchemy import select
+
+    from perfgate.store import models
+    from perfgate.store.connect import open_store
+
+    with open_store(url) as store, store.sessions() as session:
+        status = session.scalar(
+            select(models.ChangePoint.status).where(models.ChangePoint.id == change_id)
+        )
+    assert status is not None, change_id
+    return str(status)
+
+
+def shifted_change_id(page: str) -> int:
+    found = re.search(r'<tr data-change-id="(\d+)">', page)
+    assert found, "the trend page lists no change point"
+    return int(found.group(1))
+
+
+def test_trend_axis_has_round_distinct_ticks_and_an_honest_note(client: httpx.Client) -> None:
+    for metric in ("time", "peak_memory"):
+        page = client.get(trend_path(SHIFTED_KEY, metric=metric)).text
+        axis = chart_data(page)["y_axis"]
+        assert len(set(axis["labels"])) == len(axis["labels"]) >= 2, axis
+        assert axis["min"] <= min(p["median"] for p in chart_data(page)["points"])
+    # peak_memory has one value per run: no band, so the note must not promise one.
+    memory = client.get(trend_path(SHIFTED_KEY, metric="peak_memory")).text
+    note = re.search(r'<p class="legend-note" id="legend-note">(.*?)</p>', memory, re.S)
+    assert note is not None and "confidence" not in note.group(1)
+    assert "One value per run" in note.group(1)
+    time_note = client.get(trend_path(SHIFTED_KEY)).text
+    assert "95% confidence band" in time_note
+
+
+def test_trend_page_overlays_a_pull_requests_head(client: httpx.Client, seeded: Seeded) -> None:
+    from dashhelpers import PR_KEY, PR_SLOWDOWN
+
+    pr_run = seeded.pr["run"]["id"]
+    page = client.get(trend_path(PR_KEY, head=pr_run))
+    assert page.status_code == 200
+    data = chart_data(page.text)
+    overlay = data["overlay"]
+    assert overlay["run"] == pr_run and overlay["label"] == f"PR #{PR_NUMBER} head"
+    level = sorted(p["median"] for p in data["points"])[len(data["points"]) // 2]
+    assert overlay["median"] / level == pytest.approx(PR_SLOWDOWN, rel=0.05)
+    # The axis makes room for the overlay, and the PR is offered in the overlay picker.
+    assert data["y_axis"]["max"] >= overlay["median"]
+    assert f'<option value="{pr_run}" selected>PR #{PR_NUMBER} head' in page.text
+    # The PR run's page links its regression's trend with the overlay on.
+    run_page = client.get(f"{PROJECT_PATH}/runs/{pr_run}").text
+    assert f"head={pr_run}" in run_page
+
+
+def test_change_points_link_their_runs_and_buttons_need_an_upload_token(
+    private: httpx.Client, seeded_sqlite: Seeded
+) -> None:
+    read = {"Authorization": f"Bearer {seeded_sqlite.read_token}"}
+    page = private.get(trend_path(SHIFTED_KEY), headers=read).text
+    run_id = seeded_sqlite.main[SHIFT_AT]["run"]["id"]
+    row = page[page.index("<tr data-change-id=") : page.index("</tr>", page.index("data-change-"))]
+    assert f'href="/p/{PROJECT}/runs/{run_id}"' in row
+    assert "<button" not in row and 'id="triage-note"' in page
+    upload = {"Authorization": f"Bearer {seeded_sqlite.upload_token}"}
+    page = private.get(trend_path(SHIFTED_KEY), headers=upload).text
+    change_id = shifted_change_id(page)
+    assert f'action="/p/{PROJECT}/changes/{change_id}"' in page
+    assert 'data-status="acknowledged"' in page and 'data-status="dismissed"' in page
+
+
+def test_triage_form_sets_the_status_for_an_upload_login_only(
+    private: httpx.Client, seeded_sqlite: Seeded
+) -> None:
+    upload = {"Authorization": f"Bearer {seeded_sqlite.upload_token}"}
+    change_id = shifted_change_id(private.get(trend_path(SHIFTED_KEY), headers=upload).text)
+    action = f"{PROJECT_PATH}/changes/{change_id}"
+    back = trend_path(SHIFTED_KEY)
+    form = {"status": "acknowledged", "next": back}
+    # Without a login the form leads to the login page, and from there back to the trend page.
+    anonymous = private.post(action, data=form)
+    assert anonymous.status_code == 303
+    assert anonymous.headers["location"] == f"/login?next={quote(back, safe='')}"
+    try:
+        # A read login may look but not triage.
+        private.post("/login", data={"token": seeded_sqlite.read_token})
+        assert private.post(action, data=form).status_code == 403
+        assert change_status(seeded_sqlite.url, change_id) == "open"
+        # An upload login may, but not from another site's page (the login's own rule).
+        private.post("/login", data={"token": seeded_sqlite.upload_token})
+        forged = private.post(action, data=form, headers={"Origin": "http://evil.example"})
+        assert forged.status_code == 403
+        assert change_status(seeded_sqlite.url, change_id) == "open"
+        done = private.post(action, data=form, headers={"Origin": private_origin(private)})
+        assert done.status_code == 303 and done.headers["location"] == back
+        assert change_status(seeded_sqlite.url, change_id) == "acknowledged"
+        page = private.get(back).text
+        assert 'status-acknowledged">acknowledged' in page and 'data-status="open"' in page
+        # A status the store does not know is a bad request, and changes nothing.
+        bad = private.post(action, data={"status": "fixed", "next": back})
+        assert bad.status_code == 400 and "is not one of" in bad.text
+        assert change_status(seeded_sqlite.url, change_id) == "acknowledged"
+    finally:
+        private.post(action, data={"status": "open", "next": back})
+        private.post("/logout")
+    assert change_status(seeded_sqlite.url, change_id) == "open"
+
+
+def private_origin(client: httpx.Client) -> str:
+    return str(client.base_url).rstrip("/")

@@ -51,9 +51,54 @@ def test_comment_markdown_becomes_escaped_html() -> None:
     assert '<p class="footer"><small>alpha 0.05 · <a href="https://ci.example/1">CI run</a>' in page
     # The page's Content-Security-Policy allows no style attributes: alignment is a class.
     assert "style=" not in page
-    assert page.count('class="num"') == 4 * 2  # base, head, Δ, CI in the head row and one row
+    # base, head, Δ, CI in the head row and one row
+    assert len(re.findall(r'class="num\b', page)) == 4 * 2
     assert "xychart-beta" not in page and 'class="mermaid-note"' in page
     assert len(re.findall(r"<table>", page)) == 2
+
+
+TRENDED = """### 🟡 1 possible regression · base `a` → head `b`
+
+| benchmark | metric | base | head | Δ | 95% CI | trend | verdict |
+|---|---|---:|---:|---:|---:|---|---|
+| `k1` | time | 1 µs | 2 µs | +100.0% | +90.0% … +110.0% | ▁▁▁→█ | 🔴 regression |
+| `k2` | time | 2 µs | 1 µs | -50.0% | -55.0% … -45.0% | [▁▁▁→▁](https://x.example/t) | 🟢 improvement |
+| `k3` | time | 2 µs | 2 µs | +4.0% | -1.0% … +9.0% | ▁▁▁→▁ | 🟡 inconclusive · possible regression · speed levels 1.00x / 1.31x |
+
+**`k1`**: time +100.0% ▁▁▁→█
+"""  # noqa: E501
+
+
+def test_verdicts_become_badges_on_classed_rows_and_trends_become_svg() -> None:
+    trends = {("k1", "time"): [1.0, 1.1, 1.0, 2.0], ("k2", "time"): [2.0, 2.0, 2.1, 1.0]}
+    page = markdown_html(TRENDED, trends=trends)
+    # No emoji and no block characters are left: a browser without an emoji font reads it all.
+    assert not re.search("[\U0001f300-\U0001faff\u2580-\u259f\u26a0\u2705\u2796]", page)
+    rows = re.findall(r"<tr( class=\"[^\"]*\")?>(.*?)</tr>", page, re.S)
+    classes = [c for c, _ in rows]
+    assert classes == [
+        "",
+        ' class="verdict-regression"',
+        ' class="verdict-improvement"',
+        ' class="verdict-inconclusive verdict-possible_regression"',
+    ]
+    assert '<span class="badge badge-regression">regression</span>' in rows[1][1]
+    assert '<span class="badge badge-improvement">improvement</span>' in rows[2][1]
+    assert (
+        '<span class="badge badge-inconclusive">inconclusive</span> · '
+        '<span class="badge badge-possible_regression">possible regression</span>'
+        " · speed levels 1.00x / 1.31x"
+    ) in rows[3][1]
+    # k1 and k2 have values: their trend cells (and k1's paragraph) are SVG sparklines; the
+    # link around k2's stays. k3 has none: the word stands in for the blocks.
+    assert rows[1][1].count('<svg class="sparkline"') == 1
+    assert '<a href="https://x.example/t"><svg class="sparkline"' in rows[2][1]
+    assert '<span class="trend-word">trend</span>' in rows[3][1]
+    assert page.count('<svg class="sparkline"') == 3
+    assert '<span class="badge badge-possible_regression">needs a look</span> 1 possible' in page
+    # Tables scroll in their own box; secondary columns carry a class a narrow screen hides.
+    assert page.count('<div class="table-scroll">') == page.count("<table>") == 1
+    assert page.count('class="num secondary"') == 3 * 4  # base, head, 95% CI; head row + 3 rows
 
 
 def test_sparkline_draws_values_and_change_marks_only() -> None:

@@ -2,7 +2,8 @@
 
 Pages: `/` (projects), `/p/{project}` (benchmarks with sparklines and latest change points),
 `/p/{project}/trend?key=` (the trend chart), `/p/{project}/runs/{id}` (a run against its base),
-`/p/{project}/compare?base=&head=`, `/login` and `/logout`. Charts are drawn by uPlot, vendored
+`/p/{project}/compare?base=&head=`, the trend page's triage form
+(`POST /p/{project}/changes/{id}`), `/login` and `/logout`. Charts are drawn by uPlot, vendored
 under `static/vendor/uplot/`, so nothing is fetched from the internet.
 """
 

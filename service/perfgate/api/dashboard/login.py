@@ -1,7 +1,8 @@
 """Login and logout for a private server: the token is asked once and kept in an HttpOnly cookie.
 
 The cookie is HttpOnly (no script can read it), SameSite=Strict (no other site's page sends it)
-and Secure when the page was served over https. The form posts are refused from another origin.
+and Secure when the page was served over https. The form posts are refused from another origin;
+the trend page's triage form follows the same rule (`cross_site`, `small_form`).
 """
 
 from __future__ import annotations
@@ -34,13 +35,21 @@ def safe_next(root: str, target: str | None) -> str:
     return target
 
 
-def _cross_site(request: Request) -> bool:
+def cross_site(request: Request) -> bool:
     """True when a browser says the form came from another origin (or hides it: `null`)."""
     origin = request.headers.get("origin")
     if origin is None:
         # Browsers send Origin with every form post; without it this is not a browser's post.
         return False
     return urlsplit(origin).netloc != request.headers.get("host", "")
+
+
+async def small_form(request: Request) -> dict[str, list[str]] | None:
+    """A dashboard form's fields; None when the body is larger than a form of ours can be."""
+    body = await request.body()
+    if len(body) > MAX_FORM_BYTES:
+        return None
+    return parse_qs(body.decode("utf-8", errors="replace"), max_num_fields=10)
 
 
 @router.get("/login", name="dashboard_login")
@@ -54,12 +63,11 @@ def login_form(request: Request, next: str = "") -> Response:
 
 @router.post("/login")
 async def login(request: Request, session: SessionDep) -> Response:
-    if _cross_site(request):
+    if cross_site(request):
         return error_page(request, 403, "Not allowed", "a login form must be sent from this site")
-    body = await request.body()
-    if len(body) > MAX_FORM_BYTES:
+    form = await small_form(request)
+    if form is None:
         return error_page(request, 413, "Too large", "the login form is too large")
-    form = parse_qs(body.decode("utf-8", errors="replace"), max_num_fields=10)
     token = (form.get("token") or [""])[0].strip()
     target = safe_next(root_path(request), (form.get("next") or [""])[0])
     grant = check_token(session, token) if token else None
@@ -85,7 +93,7 @@ async def login(request: Request, session: SessionDep) -> Response:
 
 @router.post("/logout", name="dashboard_logout")
 def logout(request: Request) -> Response:
-    if _cross_site(request):
+    if cross_site(request):
         return error_page(request, 403, "Not allowed", "a logout must be sent from this site")
     response = RedirectResponse(f"{root_path(request)}/login", status_code=303)
     response.delete_cookie(

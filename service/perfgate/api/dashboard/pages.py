@@ -2,26 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from functools import partial
+from typing import Annotated, Any
+from urllib.parse import quote
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session, sessionmaker
 
-from perfgate.api.auth import authorize, visible_projects
-from perfgate.api.dashboard import queries, views
-from perfgate.api.dashboard.render import PageRoute, dashboard_state, render, root_path
+from perfgate.api.auth import TOKEN_COOKIE, authorize, identify, visible_projects
+from perfgate.api.dashboard import login, queries, runcompare, views
+from perfgate.api.dashboard.headlines import Headline
+from perfgate.api.dashboard.render import (
+    PageRoute,
+    dashboard_state,
+    error_page,
+    render,
+    root_path,
+)
+from perfgate.api.dashboard.ticks import axis_ticks
 from perfgate.api.deps import SessionDep, SessionsDep
-from perfgate.errors import NotFoundError
+from perfgate.errors import AuthenticationError, NotFoundError, PerfgateError
 from perfgate.report.units import format_change, format_value
-from perfgate.stats.compare import CompareSettings
 from perfgate.stats.model import Comparison
 from perfgate.store import comparisons, reads
-from perfgate.store.trends import Series, load_series
+from perfgate.store.trends import Series, load_series, set_change_status
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
-RECENT_RUNS = 15
+RECENT_RUNS = 10
+# The project page looks this far back for pull requests' runs, and lists this many of them.
+PR_SCAN = 100
+PR_RUNS = 5
 
 
 def _project(request: Request, session: Session, name: str) -> reads.ProjectSummary:
@@ -56,6 +69,7 @@ def trend_page(
     key: str = "",
     metric: str = "time",
     branch: str = "",
+    head: str = "",
 ) -> Response:
     summary = _project(request, session, project)
     if not key:
@@ -67,6 +81,8 @@ def trend_page(
         preferred = queries.default_branch(session, project_id=summary.id)
         branch = preferred if preferred in branches else (branches[0] if branches else "main")
     root = root_path(request)
+    pr_runs = _latest_per_pr(reads.list_runs(session, project_id=summary.id, limit=PR_SCAN))
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     context: dict[str, Any] = {
         "project": project,
         "project_url": views.project_path(root, project),
@@ -75,21 +91,87 @@ def trend_page(
         "metrics": metrics if metric in metrics else [metric, *metrics],
         "branch": branch,
         "branches": branches if branch in branches else [*branches, branch],
+        "head": head,
+        "pr_runs": pr_runs,
         "series": None,
         "chart": None,
         "message": None,
+        "has_ci": False,
+        "overlay": None,
+        "can_triage": _may_triage(request, session, project),
+        "triage_url": lambda change_id: f"{views.project_path(root, project)}/changes/{change_id}",
+        "run_url": lambda run_id: views.run_path(root, project, run_id),
+        "here": here,
+        "statuses": TRIAGE_ACTIONS,
     }
+    overlay = _overlay(sessions, session, project, key=key, metric=metric, head=head)
     try:
         series = load_series(sessions, project=project, key=key, metric=metric, branch=branch)
     except NotFoundError as exc:
         context["message"] = str(exc)
         return render(request, "trend.html", context, status_code=404)
     context["series"] = series
-    context["chart"] = _chart_data(root, project, series)
+    context["has_ci"] = any(p.ci for p in series.points)
+    context["overlay"] = overlay
+    context["chart"] = _chart_data(root, project, series, overlay)
     return render(request, "trend.html", context)
 
 
-def _chart_data(root: str, project: str, series: Series) -> dict[str, Any]:
+# What a person may do with a change point in each status: (new status, button label).
+TRIAGE_ACTIONS: dict[str, list[tuple[str, str]]] = {
+    "open": [("acknowledged", "Acknowledge"), ("dismissed", "Dismiss")],
+    "acknowledged": [("dismissed", "Dismiss"), ("open", "Reopen")],
+    "dismissed": [("open", "Reopen")],
+}
+
+
+def _may_triage(request: Request, session: Session, project: str) -> bool:
+    """Whether the caller's token may set change-point statuses here (an upload token of it)."""
+    try:
+        grant = identify(request, session)
+    except PerfgateError:
+        return False
+    return grant is not None and grant.allows("upload") and grant.project == project
+
+
+def _overlay(
+    sessions: sessionmaker[Session],
+    session: Session,
+    project: str,
+    *,
+    key: str,
+    metric: str,
+    head: str,
+) -> dict[str, Any] | None:
+    """A pull request's head run (`head`: its run id) to draw over the branch's trend."""
+    if not head:
+        return None
+    run = reads.get_run(session, run_id=head)
+    if run.project != project or not run.branch:
+        raise NotFoundError(f"run {head!r} is not a run of {project!r} on a branch")
+    try:
+        pr_series = load_series(
+            sessions, project=project, key=key, metric=metric, branch=run.branch
+        )
+    except NotFoundError:
+        return None
+    point = next((p for p in pr_series.points if p.run == run.id), None)
+    if point is None:
+        return None
+    label = f"PR #{run.pr} head" if run.pr else f"{run.branch} head"
+    return {
+        "run": run.id,
+        "label": label,
+        "commit": run.commit,
+        "median": point.median,
+        "ci": list(point.ci) if point.ci else None,
+        "median_text": format_value(point.median, pr_series.unit),
+    }
+
+
+def _chart_data(
+    root: str, project: str, series: Series, overlay: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """What trend.js draws; texts are formatted here so they match the tables and the CLI."""
     changes = {c.run: c for c in series.change_points}
     points = []
@@ -122,6 +204,10 @@ def _chart_data(root: str, project: str, series: Series) -> dict[str, Any]:
                 "url": views.run_path(root, project, p.run),
             }
         )
+    values = [v for p in series.points for v in (p.median, *(p.ci or ()))]
+    if overlay is not None:
+        values.append(overlay["median"])
+    axis = axis_ticks(min(values), max(values), series.unit)
     return {
         "key": series.key,
         "metric": series.metric,
@@ -130,7 +216,50 @@ def _chart_data(root: str, project: str, series: Series) -> dict[str, Any]:
         "branch": series.branch,
         "points": points,
         "change_points": [i for i, p in enumerate(series.points) if p.run in changes],
+        "y_axis": {
+            "min": axis.low,
+            "max": axis.high,
+            "ticks": axis.ticks,
+            "labels": axis.labels,
+        },
+        "overlay": (
+            overlay | {"url": views.run_path(root, project, overlay["run"])} if overlay else None
+        ),
     }
+
+
+@router.post("/p/{project:path}/changes/{change_id}", name="dashboard_change_status")
+async def change_status_form(
+    request: Request,
+    project: str,
+    change_id: Annotated[int, Path(ge=1, le=2**31 - 1)],
+    session: SessionDep,
+    sessions: SessionsDep,
+) -> Response:
+    """The trend page's triage buttons: the same store call as `PATCH /api/v1/changes/{id}`,
+    for an upload token of the project (the login cookie's, refused from another origin)."""
+    if login.cross_site(request):
+        return error_page(request, 403, "Not allowed", "a triage form must be sent from this site")
+    form = await login.small_form(request)
+    if form is None:
+        return error_page(request, 413, "Too large", "the triage form is too large")
+    target = login.safe_next(root_path(request), (form.get("next") or [""])[0])
+    try:
+        authorize(request, session, project=project, scope="upload")
+    except AuthenticationError:
+        # Back to the page the form was on after logging in, not to this form's address.
+        response = RedirectResponse(
+            f"{root_path(request)}/login?next={quote(target, safe='')}", status_code=303
+        )
+        if request.cookies.get(TOKEN_COOKIE):
+            response.delete_cookie(TOKEN_COOKIE, path="/")
+        return response
+    ref = reads.get_change_ref(session, change_id=change_id)
+    if ref.project != project:
+        raise NotFoundError(f"change point {change_id} is not in {project!r}")
+    session.close()
+    set_change_status(sessions, change_id=change_id, status=(form.get("status") or [""])[0])
+    return RedirectResponse(target, status_code=303)
 
 
 @router.get("/p/{project:path}/runs/{run_id}", name="dashboard_run")
@@ -142,65 +271,21 @@ def run_page(
     if run.project != project:
         raise NotFoundError(f"run {run_id!r} is not a run of {project!r}")
     head = comparisons.resolve_side(session, project_id=summary.id, ref=run.commit)
-    base, note = _base_side(session, project_id=summary.id, run=run, head=head)
-    comparison = _compare(sessions, base, head) if base is not None else None
+    base, note = runcompare.base_side(session, project_id=summary.id, run=run, head=head)
+    comparison = runcompare.compare(sessions, base, head) if base is not None else None
     return render(
         request,
         "run.html",
-        _comparison_context(request, project, comparison) | {"run": run, "note": note},
-    )
-
-
-def _base_side(
-    session: Session, *, project_id: int, run: reads.RunSummary, head: comparisons.Side
-) -> tuple[comparisons.Side | None, str | None]:
-    """What a run is compared with: its recorded base commit, else the previous commit."""
-    fallback = queries.default_branch(session, project_id=project_id)
-    if run.base_commit:
-        try:
-            side = comparisons.resolve_side(
-                session,
-                project_id=project_id,
-                ref=run.base_commit,
-                fallback_branch=fallback,
-                before=head.started_at,
-            )
-        except NotFoundError as exc:
-            return None, str(exc)
-        return side, None
-    if not run.branch:
-        return None, "this run names no branch and no base commit: nothing to compare it with"
-    previous = queries.previous_commit(
-        session,
-        project_id=project_id,
-        branch=run.branch,
-        before=head.started_at,
-        other_than=run.commit,
-    )
-    if previous is None:
-        return None, f"no earlier commit on {run.branch} to compare this run with"
-    side = comparisons.resolve_side(session, project_id=project_id, ref=previous)
-    side.label = side.label or f"previous commit on {run.branch}"
-    return side, None
-
-
-def _compare(
-    sessions: sessionmaker[Session], base: comparisons.Side, head: comparisons.Side
-) -> Comparison:
-    base = comparisons.require_documents(base, "base")
-    head = comparisons.require_documents(head, "head")
-    return comparisons.compare_sides(
-        base,
-        head,
-        settings=CompareSettings(),
-        history=comparisons.history_for(sessions, base=base),
-        calibration=comparisons.calibration_for(sessions, base=base),
+        _comparison_context(request, project, comparison, overlay=run.id if run.pr else None)
+        | {"run": run, "note": note},
     )
 
 
 def _comparison_context(
-    request: Request, project: str, comparison: Comparison | None
+    request: Request, project: str, comparison: Comparison | None, *, overlay: str | None = None
 ) -> dict[str, Any]:
+    """What a comparison page shows; `overlay`: a pull request's run whose head the trend
+    links draw over the base branch's trend."""
     root = root_path(request)
     context: dict[str, Any] = {
         "project": project,
@@ -219,7 +304,9 @@ def _comparison_context(
                     "key": key,
                     "metric": metric,
                     "verdict": verdict,
-                    "url": views.trend_path(root, project, key=key, metric=metric, branch=branch),
+                    "url": views.trend_path(
+                        root, project, key=key, metric=metric, branch=branch, head=overlay
+                    ),
                 }
                 for key, metric, verdict in views.changed_keys(comparison)
             ],
@@ -257,7 +344,7 @@ def compare_page(
         fallback_branch=queries.default_branch(session, project_id=summary.id),
         before=head_side.started_at,
     )
-    comparison = _compare(sessions, base_side, head_side)
+    comparison = runcompare.compare(sessions, base_side, head_side)
     return render(
         request,
         "compare.html",
@@ -290,7 +377,20 @@ def project_page(
         )
         rows = queries.benchmark_rows(session, project_id=summary.id, branch=branch, metric=metric)
     root = root_path(request)
-    runs = reads.list_runs(session, project_id=summary.id, branch=branch or None, limit=RECENT_RUNS)
+    # Runs of every branch: a pull request's run is news whichever branch the page shows.
+    scanned = reads.list_runs(session, project_id=summary.id, limit=PR_SCAN)
+    recent = scanned[:RECENT_RUNS]
+    pr_runs = _latest_per_pr(scanned)[:PR_RUNS]
+    headlines = _headlines(request, session, sessions, summary, [*pr_runs, *recent])
+    shown = [_benchmark_row(root, project, branch, metric, row) for row in _triage_order(rows)]
+
+    def run_row(run: reads.RunSummary) -> dict[str, Any]:
+        return {
+            "run": run,
+            "url": views.run_path(root, project, run.id),
+            "headline": headlines[run.id],
+        }
+
     return render(
         request,
         "project.html",
@@ -302,21 +402,67 @@ def project_page(
             "metric": metric,
             "metrics": queries.branch_metrics(session, project_id=summary.id, branch=branch)
             or [metric],
-            "rows": [
-                {
-                    "row": row,
-                    "url": views.trend_path(
-                        root, project, key=row.key, metric=metric, branch=branch
-                    ),
-                    "latest": format_value(row.latest, row.unit or ""),
-                    "sparkline": views.sparkline_svg(row.sparkline, row.sparkline_changes),
-                    "change": (format_change(row.change.ratio) if row.change is not None else None),
-                    "change_url": (
-                        views.run_path(root, project, row.change.run) if row.change else None
-                    ),
-                }
-                for row in rows
-            ],
-            "runs": [{"run": r, "url": views.run_path(root, project, r.id)} for r in runs],
+            "rows": shown,
+            "open_rows": [r for r in shown if r["open"]],
+            "pr_runs": [run_row(r) for r in pr_runs],
+            "runs": [run_row(r) for r in recent],
         },
     )
+
+
+def _triage_order(rows: list[queries.BenchmarkRow]) -> list[queries.BenchmarkRow]:
+    """Benchmarks with an open change point first, largest move first; then the rest by key."""
+
+    def key(row: queries.BenchmarkRow) -> tuple[int, float, str]:
+        change = row.change
+        if change is not None and change.status == "open":
+            return (0, -abs(math.log(change.ratio)) if change.ratio > 0 else 0.0, row.key)
+        return (1, 0.0, row.key)
+
+    return sorted(rows, key=key)
+
+
+def _benchmark_row(
+    root: str, project: str, branch: str, metric: str, row: queries.BenchmarkRow
+) -> dict[str, Any]:
+    change = row.change
+    return {
+        "row": row,
+        "url": views.trend_path(root, project, key=row.key, metric=metric, branch=branch),
+        "latest": format_value(row.latest, row.unit or ""),
+        "sparkline": views.sparkline_svg(row.sparkline, row.sparkline_changes),
+        "change": format_change(change.ratio) if change is not None else None,
+        "change_url": views.run_path(root, project, change.run) if change else None,
+        "open": change is not None and change.status == "open",
+        "worse": change is not None and (change.ratio > 1) == (row.direction != "higher"),
+    }
+
+
+def _latest_per_pr(runs: list[reads.RunSummary]) -> list[reads.RunSummary]:
+    """The newest run of each pull request, newest first (`runs` is newest first)."""
+    seen: set[int] = set()
+    latest = []
+    for run in runs:
+        if run.pr is not None and run.pr not in seen:
+            seen.add(run.pr)
+            latest.append(run)
+    return latest
+
+
+def _headlines(
+    request: Request,
+    session: Session,
+    sessions: sessionmaker[Session],
+    summary: reads.ProjectSummary,
+    runs: list[reads.RunSummary],
+) -> dict[str, Headline]:
+    """Each run's verdict counts against its base, as its run page compares it (remembered,
+    see headlines.py)."""
+    cache = dashboard_state(request).headlines
+    state = (summary.id, summary.runs, summary.latest_run_at)
+    return {
+        run.id: cache.get(
+            run.id, state, partial(runcompare.prepare, session, sessions, summary.id, run)
+        )
+        for run in runs
+    }

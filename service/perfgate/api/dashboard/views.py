@@ -9,7 +9,7 @@ lines the comment itself writes (`<details>`, `<sub>`) are recognised line by li
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from urllib.parse import quote, urlencode
 
 from markdown_it import MarkdownIt
@@ -17,7 +17,9 @@ from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
+from perfgate.api.dashboard.decorate import decorate
 from perfgate.report.markdown import render_markdown
+from perfgate.report.trend import series
 from perfgate.stats.model import Comparison
 
 _DETAILS_OPEN = re.compile(r"^<details><summary>(.*)</summary>$")
@@ -58,8 +60,11 @@ def _without_inline_styles(tokens: Sequence[Token]) -> None:
             token.attrSet("class", _ALIGN_CLASS.get(str(style), ""))
 
 
-def markdown_html(text: str) -> str:
-    """HTML for perfgate's own markdown: tables, code, lists, links, and its details blocks."""
+def markdown_html(
+    text: str, *, trends: Mapping[tuple[str, str], Sequence[float]] | None = None
+) -> str:
+    """HTML for perfgate's own markdown: tables, code, lists, links, and its details blocks;
+    verdicts as badges, and block sparklines as SVG (from `trends`: (key, metric) -> values)."""
     md = _markdown()
     out: list[str] = []
     chunk: list[str] = []
@@ -68,6 +73,7 @@ def markdown_html(text: str) -> str:
         if chunk:
             tokens = md.parse("\n".join(chunk))
             _without_inline_styles(tokens)
+            tokens = decorate(tokens, values=trends or {}, sparkline=_trend_sparkline)
             out.append(md.renderer.render(tokens, md.options, {}))
             chunk.clear()
 
@@ -75,7 +81,10 @@ def markdown_html(text: str) -> str:
         stripped = line.strip()
         if match := _DETAILS_OPEN.match(stripped):
             flush()
-            out.append(f"<details><summary>{md.renderInline(match[1])}</summary>\n")
+            summary = md.parseInline(match[1])
+            summary = decorate(summary, values=trends or {}, sparkline=_trend_sparkline)
+            shown = md.renderer.render(summary, md.options, {})
+            out.append(f"<details><summary>{shown}</summary>\n")
         elif stripped == "</details>":
             flush()
             out.append("</details>\n")
@@ -92,7 +101,13 @@ def markdown_html(text: str) -> str:
 
 def comparison_html(comparison: Comparison) -> str:
     """The PR comment for `comparison`, whole, as HTML (safe to insert into a page)."""
-    return markdown_html(render_markdown(comparison, limit=_NO_LIMIT))
+    trends = {(r.key, r.metric): values for r in comparison.results if (values := series(r))}
+    return markdown_html(render_markdown(comparison, limit=_NO_LIMIT), trends=trends)
+
+
+def _trend_sparkline(values: Sequence[float]) -> str:
+    # The comment's sparkline ends with head: it gets the marked last point.
+    return sparkline_svg(values, [], width=90, height=22)
 
 
 def changed_keys(comparison: Comparison) -> list[tuple[str, str, str]]:
@@ -145,10 +160,15 @@ def project_path(root: str, project: str) -> str:
     return f"{root}/p/{quote(project, safe='/')}"
 
 
-def trend_path(root: str, project: str, *, key: str, metric: str, branch: str | None) -> str:
+def trend_path(
+    root: str, project: str, *, key: str, metric: str, branch: str | None, head: str | None = None
+) -> str:
+    """The trend page; with `head` (a pull request's run id), its value drawn over the trend."""
     query = {"key": key, "metric": metric}
     if branch:
         query["branch"] = branch
+    if head:
+        query["head"] = head
     return f"{project_path(root, project)}/trend?{urlencode(query)}"
 
 

@@ -1,5 +1,7 @@
-// The trend chart: median per run with its 95% CI band, change points as dashed red lines.
-// Hover shows the run's commit and values; a click opens the run. Drawn with the vendored uPlot.
+// The trend chart: median per run with its 95% CI band, change points as dashed red lines, and
+// a pull request's head as a dashed orange line when one is chosen. Hover shows the run's commit
+// and values; a click opens the run. Drawn with the vendored uPlot. The value axis's ticks and
+// labels come from the server (round 1-2-5 steps in the displayed unit, see ticks.py).
 // What was drawn is counted into data-* attributes of #trend-chart and window.perfgateTrend,
 // so a test (or a curious person) can check the chart without reading pixels.
 "use strict";
@@ -12,27 +14,14 @@
   const BLUE = "#08519c";
   const RED = "#d62728";
   const BAND = "rgba(158, 202, 225, 0.55)";
+  const ORANGE = "#e8590c";
+  const overlay = data.overlay;
+  const yAxis = data.y_axis;
 
   const xs = pts.map((_, i) => i);
   const median = pts.map((p) => p.median);
   const high = pts.map((p) => (p.ci ? p.ci[1] : p.median));
   const low = pts.map((p) => (p.ci ? p.ci[0] : p.median));
-
-  const SCALES = {
-    s: [["s", 1], ["ms", 1e-3], ["µs", 1e-6], ["ns", 1e-9]],
-    B: [["GiB", 1024 ** 3], ["MiB", 1024 ** 2], ["KiB", 1024], ["B", 1]],
-  };
-
-  // Axis ticks share one suffix, chosen from the largest tick (the server formats the rest).
-  function axisValues(splits) {
-    const scales = SCALES[data.unit];
-    const top = Math.max(...splits.map((v) => Math.abs(v)));
-    if (!scales) {
-      return splits.map((v) => `${+v.toPrecision(3)}${data.unit ? " " + data.unit : ""}`);
-    }
-    const [suffix, scale] = scales.find(([, s]) => top >= s) || scales[scales.length - 1];
-    return splits.map((v) => `${+(v / scale).toPrecision(3)} ${suffix}`);
-  }
 
   // A history of a few days is labelled by hour, a longer one by day.
   const span = pts.length > 1 ? Date.parse(pts[pts.length - 1].time) - Date.parse(pts[0].time) : 0;
@@ -98,6 +87,7 @@
       ["95% CI", p.ci_text || "—"],
       ["samples", String(p.n)],
     ];
+    if (overlay) rows.push([overlay.label, overlay.median_text]);
     tip.replaceChildren();
     for (const [name, value] of rows) {
       const line = document.createElement("div");
@@ -127,7 +117,7 @@
     width: Math.max(el.clientWidth, 300),
     height: 380,
     legend: { show: false },
-    scales: { x: { time: false } },
+    scales: { x: { time: false }, y: { range: () => [yAxis.min, yAxis.max] } },
     cursor: { points: { show: cursorPoint, fill: BLUE } },
     // The band's series come first so the median line and its points are drawn over the band.
     series: [
@@ -135,6 +125,7 @@
       { label: "CI high", stroke: "transparent", points: { show: false } },
       { label: "CI low", stroke: "transparent", points: { show: false } },
       { label: "median", stroke: BLUE, width: 1.5, points: { show: true, size: 7, fill: BLUE, stroke: BLUE } },
+      ...(overlay ? [{ label: overlay.label, stroke: ORANGE, width: 2, dash: [8, 5], points: { show: false } }] : []),
     ],
     bands: [{ series: [1, 2], fill: BAND }],
     axes: [
@@ -143,12 +134,15 @@
         incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000],
         values: (u, splits) => splits.map((v) => (Number.isInteger(v) && pts[v] ? tickLabel(pts[v]) : "")),
       },
-      { size: 80, values: (u, splits) => axisValues(splits) },
+      { size: 80, splits: () => yAxis.ticks, values: () => yAxis.labels },
     ],
     hooks: { draw: [drawChangePoints], setCursor: [showTooltip] },
   };
 
-  const chart = new uPlot(opts, [xs, high, low, median], el);
+  const series = [xs, high, low, median];
+  if (overlay) series.push(pts.map(() => overlay.median));
+  const chart = new uPlot(opts, series, el);
+  el.dataset.overlay = overlay ? overlay.run : "";
   window.perfgateTrend = { chart, data };
 
   // A click on a point opens its run; a drag (zoom) is not a click.

@@ -1,0 +1,117 @@
+"""What a run is compared with, and the comparison, as its run page and run lists show it.
+
+A run is compared with its recorded `base_commit` (a pull request's run), falling back to the
+nearest earlier run of the project's default branch; otherwise with the previous commit
+measured on its own branch. Runs of the same commit are pooled and the base branch's history
+feeds the noise model, as in `perfgate compare`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from perfgate.api.dashboard import queries
+from perfgate.errors import NotFoundError, PerfgateError
+from perfgate.stats.calibration import Calibration
+from perfgate.stats.compare import CompareSettings
+from perfgate.stats.model import Comparison
+from perfgate.stats.noise import PastRun
+from perfgate.store import comparisons, reads
+
+
+def base_side(
+    session: Session, *, project_id: int, run: reads.RunSummary, head: comparisons.Side
+) -> tuple[comparisons.Side | None, str | None]:
+    """What a run is compared with: its recorded base commit, else the previous commit."""
+    fallback = queries.default_branch(session, project_id=project_id)
+    if run.base_commit:
+        try:
+            side = comparisons.resolve_side(
+                session,
+                project_id=project_id,
+                ref=run.base_commit,
+                fallback_branch=fallback,
+                before=head.started_at,
+            )
+        except NotFoundError as exc:
+            return None, str(exc)
+        return side, None
+    if not run.branch:
+        return None, "this run names no branch and no base commit: nothing to compare it with"
+    previous = queries.previous_commit(
+        session,
+        project_id=project_id,
+        branch=run.branch,
+        before=head.started_at,
+        other_than=run.commit,
+    )
+    if previous is None:
+        return None, f"no earlier commit on {run.branch} to compare this run with"
+    side = comparisons.resolve_side(session, project_id=project_id, ref=previous)
+    side.label = side.label or f"previous commit on {run.branch}"
+    return side, None
+
+
+@dataclass
+class Inputs:
+    """Everything a comparison is computed from, loaded; `key` names it without the samples."""
+
+    base: comparisons.Side
+    head: comparisons.Side
+    history: list[PastRun]
+    calibration: Calibration | None
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        # The same runs on each side, the same history and calibration: the same comparison.
+        return (
+            tuple(sorted(d.run.id for d in self.base.documents)),
+            tuple(sorted(d.run.id for d in self.head.documents)),
+            self.base.label,
+            tuple(p.commit for p in self.history),
+            (self.calibration.commit, self.calibration.started_at) if self.calibration else None,
+        )
+
+    def compare(self) -> Comparison:
+        return comparisons.compare_sides(
+            self.base,
+            self.head,
+            settings=CompareSettings(),
+            history=self.history,
+            calibration=self.calibration,
+        )
+
+
+def inputs(
+    sessions: sessionmaker[Session], base: comparisons.Side, head: comparisons.Side
+) -> Inputs:
+    base = comparisons.require_documents(base, "base")
+    head = comparisons.require_documents(head, "head")
+    return Inputs(
+        base=base,
+        head=head,
+        history=comparisons.history_for(sessions, base=base),
+        calibration=comparisons.calibration_for(sessions, base=base),
+    )
+
+
+def compare(
+    sessions: sessionmaker[Session], base: comparisons.Side, head: comparisons.Side
+) -> Comparison:
+    return inputs(sessions, base, head).compare()
+
+
+def prepare(
+    session: Session, sessions: sessionmaker[Session], project_id: int, run: reads.RunSummary
+) -> Inputs | str:
+    """A run's comparison inputs, or why it has none (a line for the run lists)."""
+    try:
+        head = comparisons.resolve_side(session, project_id=project_id, ref=run.commit)
+        base, note = base_side(session, project_id=project_id, run=run, head=head)
+        if base is None:
+            return note or "nothing to compare with"
+        return inputs(sessions, base, head)
+    except PerfgateError as exc:
+        return str(exc)
