@@ -20,7 +20,7 @@ FRAMEWORKS = {
     "torch",
     "psycopg",
 }
-PURE = ["results.py", "stats", "report", "errors.py", "config.py", "policy.py"]
+PURE = ["results.py", "document_json.py", "stats", "report", "errors.py", "config.py", "policy.py"]
 
 
 def _modules(relative: str) -> list[Path]:

@@ -255,3 +255,219 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_not_an_object() -> None:
     with pytest.raises(DocumentError, match="must be a JSON object"):
         parse_document([1, 2, 3])
+
+
+# --- JSON-level limits: inputs that once passed validation and then broke the store -------------
+
+
+def _nested(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _text(doc: dict[str, Any], old: str = "", new: str = "") -> bytes:
+    """The document as JSON text, with one textual edit (what json.dumps cannot write)."""
+    text = json.dumps(doc)
+    if old:
+        assert old in text
+        text = text.replace(old, new, 1)
+    return text.encode()
+
+
+def _flops(doc: dict[str, Any]) -> dict[str, Any]:
+    metric: dict[str, Any] = doc["benchmarks"][0]["metrics"]["flops"]
+    return metric
+
+
+def _first_op(doc: dict[str, Any]) -> dict[str, Any]:
+    op: dict[str, Any] = doc["benchmarks"][0]["profile"]["ops"][0]
+    return op
+
+
+def _rename(doc: dict[str, Any], name: str) -> None:
+    bench = doc["benchmarks"][0]
+    bench["key"] = bench["key"].replace(bench["name"], name, 1)
+    bench["name"] = name
+
+
+TextEdit = Callable[[dict[str, Any]], bytes]
+
+
+def _edit(mutate: Mutation) -> TextEdit:
+    def apply(doc: dict[str, Any]) -> bytes:
+        mutate(doc)
+        return _text(doc)
+
+    return apply
+
+
+@pytest.mark.parametrize(
+    ("edit", "path", "message"),
+    [
+        pytest.param(
+            _edit(lambda d: _time(d)["samples"].__setitem__(3, 10**401)),
+            "benchmarks[0].metrics.time.samples[3]",
+            "integer out of range",
+            id="sample-401-digits",
+        ),
+        pytest.param(
+            _edit(lambda d: _flops(d).__setitem__("value", -(10**500))),
+            "benchmarks[0].metrics.flops.value",
+            "integer out of range",
+            id="value-500-digits",
+        ),
+        pytest.param(
+            _edit(lambda d: _first_op(d).__setitem__("count", 10**401)),
+            "benchmarks[0].profile.ops[0].count",
+            "integer out of range",
+            id="op-count-401-digits",
+        ),
+        pytest.param(
+            lambda d: _text(d, '"value": 524288', '"value": ' + "7" * 5000),
+            "benchmarks[0].metrics.flops.value",
+            "integer out of range (5000 digits)",
+            id="value-5000-digits",
+        ),
+        pytest.param(
+            lambda d: _text(d, '"ci": {', '"ci": {"build": [1, -' + "9" * 4301 + "], "),
+            "run.ci.build[1]",
+            "integer out of range (4301 digits)",
+            id="ci-4301-digits",
+        ),
+        pytest.param(
+            _edit(lambda d: d["run"]["ci"].__setitem__("n", 2**1024)),
+            "run.ci.n",
+            "integer out of range",
+            id="ci-past-float",
+        ),
+        pytest.param(
+            _edit(lambda d: d["run"].__setitem__("started_at", "9999-12-31T23:00-05:00")),
+            "run.started_at",
+            "out of range in UTC",
+            id="timestamp-after-9999",
+        ),
+        pytest.param(
+            _edit(lambda d: d["run"].__setitem__("finished_at", "0001-01-01T00:30+01:00")),
+            "run.finished_at",
+            "out of range in UTC",
+            id="timestamp-before-1",
+        ),
+        pytest.param(
+            _edit(lambda d: d["run"]["ci"].__setitem__("deep", _nested(900))),
+            "run.ci.deep" + "[0]" * 31,
+            "nested more than 32 levels deep",
+            id="ci-900-levels",
+        ),
+        pytest.param(
+            _edit(lambda d: d["environment"].__setitem__("gpu", {"a": _nested(32)})),
+            "environment.gpu.a" + "[0]" * 30,
+            "nested more than 32 levels deep",
+            id="environment-33-levels",
+        ),
+        pytest.param(
+            _edit(lambda d: _rename(d, "ker\ud800nel")),
+            "benchmarks[0].name",
+            "lone surrogate",
+            id="surrogate-name",
+        ),
+        pytest.param(
+            _edit(lambda d: d["environment"].__setitem__("host", "\udfff")),
+            "environment.host",
+            "lone surrogate",
+            id="surrogate-environment-value",
+        ),
+        pytest.param(
+            _edit(lambda d: d["run"]["ci"].__setitem__("job\ud800", "x")),
+            "run.ci.job\\ud800",
+            "lone surrogate",
+            id="surrogate-ci-key",
+        ),
+        pytest.param(
+            _edit(lambda d: d["run"]["ci"].__setitem__("steps", ["ok", {"name": "\ud83d"}])),
+            "run.ci.steps[1].name",
+            "lone surrogate",
+            id="surrogate-ci-nested-value",
+        ),
+        pytest.param(
+            _edit(lambda d: d["run"]["ci"].__setitem__("ratio", float("nan"))),
+            "run.ci.ratio",
+            "NaN is not valid JSON",
+            id="nan-ci",
+        ),
+        pytest.param(
+            _edit(lambda d: d["environment"].__setitem__("clocks", [1.0, float("-inf")])),
+            "environment.clocks[1]",
+            "-Infinity is not valid JSON",
+            id="infinity-environment",
+        ),
+        pytest.param(
+            lambda d: _text(d, '"ci": {', '"ci": {"attempt": 1, "attempt": 2, '),
+            "run.ci",
+            "duplicate key 'attempt'",
+            id="duplicate-ci-key",
+        ),
+        pytest.param(
+            lambda d: _text(d, '"unit": "s"', '"unit": "s", "unit": "ms"'),
+            "benchmarks[0].metrics.time",
+            "duplicate key 'unit'",
+            id="duplicate-metric-field",
+        ),
+        pytest.param(
+            lambda d: _text(d, '"schema": ', '"run": {}, "schema": '),
+            "(document)",
+            "duplicate key 'run'",
+            id="duplicate-top-level",
+        ),
+    ],
+)
+def test_json_level_limits_name_the_field(
+    doc_data: dict[str, Any], edit: TextEdit, path: str, message: str
+) -> None:
+    with pytest.raises(DocumentError) as caught:
+        parse_document_bytes(edit(doc_data), source="results.json")
+    assert caught.value.path == path
+    assert message in caught.value.detail
+    assert str(caught.value).startswith(f"results.json: {path}: ")
+    assert "\n" not in str(caught.value)
+    # The message must be printable and encodable: it goes to stderr and into a JSON answer.
+    str(caught.value).encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        pytest.param(lambda d: d["run"]["ci"].__setitem__("deep", _nested(31)), id="ci-32-levels"),
+        pytest.param(lambda d: d["run"]["ci"].__setitem__("big", 10**308), id="ci-309-digits"),
+        pytest.param(lambda d: _time(d)["samples"].__setitem__(0, 10**300), id="sample-1e300"),
+        pytest.param(lambda d: _rename(d, "ker\U0001f600nel"), id="astral-name"),
+        pytest.param(
+            lambda d: d["run"].__setitem__("started_at", "9999-12-31T23:00+00:00"), id="year-9999"
+        ),
+        pytest.param(
+            lambda d: d["run"].__setitem__("started_at", "0001-01-01T00:30-00:30"), id="year-1"
+        ),
+    ],
+)
+def test_json_level_limits_accept_their_edges(doc_data: dict[str, Any], mutate: Mutation) -> None:
+    mutate(doc_data)
+    doc = parse_document_bytes(_text(doc_data))
+    assert parse_document(doc.to_json_dict()).content_hash() == doc.content_hash()
+
+
+def test_surrogate_pairs_are_one_character(doc_data: dict[str, Any]) -> None:
+    # "\ud83d\ude00" in JSON text is one character (U+1F600), not two lone surrogates.
+    _rename(doc_data, "smile")
+    raw = _text(doc_data).replace(b'"smile', b'"\\ud83d\\ude00', 2)
+    assert parse_document_bytes(raw).benchmarks[0].name == "\U0001f600"
+
+
+def test_free_form_limits_also_apply_to_decoded_data(doc_data: dict[str, Any]) -> None:
+    # parse_document (the runner's and the store's way in) refuses what parse_document_bytes does.
+    doc_data["run"]["ci"]["n"] = float("inf")
+    with pytest.raises(DocumentError, match=r"^run\.ci\.n: Infinity is not valid JSON"):
+        parse_document(doc_data)
+    doc_data["run"]["ci"]["n"] = 10**5000
+    with pytest.raises(DocumentError, match=r"^run\.ci\.n: integer out of range"):
+        parse_document(doc_data)

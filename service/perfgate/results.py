@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError
 
+from perfgate import document_json
 from perfgate.errors import DocumentError, DocumentTooLargeError
 
 SCHEMA = "perfgate/results@1"
@@ -117,7 +118,13 @@ def _timestamp(value: object) -> datetime:
     # Naive timestamps are taken as UTC, which is what every runner we know of writes.
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
+    try:
+        return parsed.astimezone(timezone.utc)
+    except OverflowError:
+        # 9999-12-31T23:00-05:00 is a valid timestamp whose UTC time is in the year 10000.
+        raise PydanticCustomError(
+            "bad_time", "out of range in UTC (a timestamp must fall in the years 1 to 9999)"
+        ) from None
 
 
 def _non_empty(value: object) -> str:
@@ -260,7 +267,7 @@ def parse_document_bytes(raw: bytes, *, source: str = "") -> ResultsDocument:
     except UnicodeDecodeError as exc:
         raise DocumentError(f"not UTF-8 text (byte {exc.start})", source=source) from None
     try:
-        data = json.loads(text)
+        data = document_json.decode(text)
     except json.JSONDecodeError as exc:
         raise DocumentError(
             f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=source
@@ -288,39 +295,15 @@ def parse_document(data: object, *, source: str = "") -> ResultsDocument:
         else:
             message = f"{schema!r} is not a perfgate results document (expected {SCHEMA!r})"
         raise DocumentError(message, path="schema", source=source)
-    nul = _nul_path(data)
-    if nul is not None:
-        raise DocumentError("text may not contain NUL characters", path=nul, source=source)
+    problem = document_json.first_problem(data)
+    if problem is not None:
+        raise DocumentError(problem[1], path=problem[0], source=source)
     try:
         document = ResultsDocument.model_validate(data)
     except ValidationError as exc:
         raise _document_error(exc, source) from None
     _check_consistency(document, source)
     return document
-
-
-def _nul_path(data: object) -> str | None:
-    """Path of the first string (value or key) holding a NUL: PostgreSQL text cannot store one."""
-    stack: list[tuple[str, object]] = [("", data)]
-    while stack:
-        path, value = stack.pop()
-        if isinstance(value, str):
-            if "\x00" in value:
-                return path or "(document)"
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                child = f"{path}.{key}" if path else str(key)
-                if "\x00" in str(key):
-                    return child
-                stack.append((child, item))
-        elif isinstance(value, list):
-            # Sample lists are long and all numbers: skip those without building paths.
-            stack.extend(
-                (f"{path}[{i}]", item)
-                for i, item in enumerate(value)
-                if not isinstance(item, int | float)
-            )
-    return None
 
 
 def _check_consistency(document: ResultsDocument, source: str) -> None:

@@ -7,6 +7,7 @@ lower-is-better metrics (time), base/head for higher-is-better ones (throughput)
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -43,6 +44,21 @@ class CompareSettings:
     @cached_property
     def _key_thresholds(self) -> dict[str, float]:
         return dict(self.key_thresholds)
+
+
+# exp() of more than this is past the largest float: ratios between extreme (valid) samples,
+# 1e-300 against 1e300, saturate at infinity instead of raising OverflowError.
+_MAX_LOG = math.log(sys.float_info.max)
+
+
+def exp_or_inf(log_value: float) -> float:
+    """`math.exp` that gives infinity where the result is past the largest float."""
+    return math.inf if log_value > _MAX_LOG else math.exp(log_value)
+
+
+def expm1_or_inf(log_value: float) -> float:
+    """`math.expm1` (a log ratio as a relative change) that saturates like `exp_or_inf`."""
+    return math.inf if log_value > _MAX_LOG else math.expm1(log_value)
 
 
 def orient(log_ratio_head_over_base: float, direction: str) -> float:
@@ -165,11 +181,36 @@ class SampledEstimate:
 
     @property
     def ratio(self) -> float:
-        return math.exp(self.log_ratio)
+        return exp_or_inf(self.log_ratio)
 
     @property
     def ci(self) -> tuple[float, float]:
-        return (math.exp(self.ci_log[0]), math.exp(self.ci_log[1]))
+        return (exp_or_inf(self.ci_log[0]), exp_or_inf(self.ci_log[1]))
+
+    @property
+    def reported_ratio(self) -> float | None:
+        """The ratio a report shows: None where it would divide by a median of 0 (or overflow).
+
+        0 -> x has no ratio, as an exact value of 0 has none (`decide_single_value`); x -> 0
+        is a ratio of 0 (for lower-is-better metrics).
+        """
+        ratio = self.ratio
+        if self.zero_median and ratio != 0.0:
+            return None
+        return ratio if math.isfinite(ratio) else None
+
+    @property
+    def reported_ci(self) -> tuple[float, float] | None:
+        """The CI a report shows: None for a side with a median of 0, or bounds past a float."""
+        ci = self.ci
+        if self.zero_median or not all(math.isfinite(bound) for bound in ci):
+            return None
+        return ci
+
+    @property
+    def zero_median(self) -> bool:
+        """Whether a side's median is 0, which has no logarithm (see `zero_estimate`)."""
+        return self.base.median == 0 or self.head.median == 0
 
 
 def without_round_factors(
@@ -181,7 +222,31 @@ def without_round_factors(
     """
     if factors is None or len(factors) != len(rounds):
         return list(rounds)
-    return [r * math.exp(-f) for r, f in zip(rounds, factors, strict=True)]
+    return [r * exp_or_inf(-f) for r, f in zip(rounds, factors, strict=True)]
+
+
+def zero_estimate(
+    base_rounds: Sequence[np.ndarray], head_rounds: Sequence[np.ndarray], *, direction: str
+) -> SampledEstimate:
+    """The estimate when a side's median is 0 (a timer that did not tick): no log ratio.
+
+    0 against 0 is no change (a log ratio of 0); 0 against a positive median is a log ratio of
+    minus or plus infinity, and whether the sides differ at all is the rank test's to say.
+    """
+    base, head = np.concatenate(base_rounds), np.concatenate(head_rounds)
+    base_median, head_median = side_median(base_rounds), side_median(head_rounds)
+    log_ratio = 0.0
+    if base_median != head_median:
+        log_ratio = orient(math.inf if head_median > base_median else -math.inf, direction)
+    return SampledEstimate(
+        base=summarize_side(base_rounds),
+        head=summarize_side(head_rounds),
+        log_ratio=log_ratio,
+        ci_log=(log_ratio, log_ratio),
+        p_value=mann_whitney_p(base, head),
+        min_p=min_two_sided_p(base.size, head.size),
+        noisy_side=None,
+    )
 
 
 def estimate_sampled(
@@ -215,6 +280,8 @@ def estimate_sampled(
     With `history_level` (log) of `history_runs` earlier base-branch runs, the baseline is the
     base side's level pooled with it, each job counting once (`noise_model.Baseline`).
     """
+    if side_median(base_rounds) == 0 or side_median(head_rounds) == 0:
+        return zero_estimate(base_rounds, head_rounds, direction=direction)
     shown_base, shown_head = base_rounds, head_rounds
     base_rounds = without_round_factors(base_rounds, base_factors)
     head_rounds = without_round_factors(head_rounds, head_factors)
@@ -270,6 +337,8 @@ def decide_sampled(
     estimate: SampledEstimate, *, q_value: float, threshold: float, alpha: float
 ) -> tuple[Verdict, str]:
     """The verdict words of DESIGN §5 for a sampled metric, with a one-line reason."""
+    if estimate.zero_median:
+        return _decide_zero(estimate, q_value=q_value, alpha=alpha)
     low, high = estimate.ci
     change = f"{estimate.ratio - 1:+.1%} (95% CI {low - 1:+.1%} to {high - 1:+.1%})"
     if estimate.min_p >= alpha:
@@ -291,6 +360,24 @@ def decide_sampled(
     if q_value >= alpha:
         return "inconclusive", f"{change}; not significant (q={q_value:.2g})"
     return "inconclusive", f"{change}; the CI straddles the {threshold:.1%} threshold"
+
+
+def _decide_zero(estimate: SampledEstimate, *, q_value: float, alpha: float) -> tuple[Verdict, str]:
+    """A side's median is 0: equal medians are no change, else the rank test decides alone."""
+    base, head = estimate.base.median, estimate.head.median
+    if base == head:
+        return "unchanged", "a median of 0 on both sides"
+    change = f"median {base:.3g} -> {head:.3g}"
+    if estimate.min_p >= alpha:
+        return "inconclusive", (
+            f"{change}; too few samples ({estimate.base.n} vs {estimate.head.n}) for the rank "
+            f"test to ever reach alpha {alpha:g}"
+        )
+    if q_value >= alpha:
+        return "inconclusive", f"{change}; not significant (q={q_value:.2g})"
+    verdict: Verdict = "regression" if estimate.log_ratio > 0 else "improvement"
+    origin = "from" if base == 0 else "to"
+    return verdict, f"{change}: a change {origin} a median of 0 (q={q_value:.2g})"
 
 
 def decide_exact(base: float, head: float, *, direction: str) -> tuple[Verdict, str]:

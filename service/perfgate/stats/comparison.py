@@ -25,6 +25,8 @@ from perfgate.stats.compare import (
     decide_sampled,
     decide_single_value,
     estimate_sampled,
+    exp_or_inf,
+    expm1_or_inf,
     possible_regression,
     side_median,
     summarize_side,
@@ -120,6 +122,15 @@ def sides_alternated(
     return min(head) < max(base) and min(base) < max(head)
 
 
+def _positive(rounds: Sequence[np.ndarray]) -> bool:
+    """Rounds that all have a positive median, so that their logarithms are measurements.
+
+    A round whose median is 0 has no log: it would enter the noise model and the rounds' speed
+    factors at the 1e-300 floor, 690 units away from everything else.
+    """
+    return bool(rounds) and all(float(np.median(r)) > 0 for r in rounds)
+
+
 def _round_logs(rounds: Sequence[np.ndarray]) -> list[float]:
     return [math.log(max(float(np.median(r)), 1e-300)) for r in rounds]
 
@@ -155,8 +166,8 @@ def _common_finding(
     # Welch-Satterthwaite: the machine's few degrees of freedom weigh by their share only.
     df = var**2 / (machine_var**2 / max(machine.df, 1.0) + spread**2 / max(relative_df, 1.0))
     half = float(scipy_stats.t.ppf(0.975, max(df, 1.0))) * math.sqrt(var)
-    low, high = math.exp(log_ratio - half), math.exp(log_ratio + half)
-    ratio = math.exp(log_ratio)
+    low, high = exp_or_inf(log_ratio - half), exp_or_inf(log_ratio + half)
+    ratio = exp_or_inf(log_ratio)
     threshold = settings.threshold
     change = f"{ratio - 1:+.1%} (95% CI {low - 1:+.1%} to {high - 1:+.1%})"
     verdict: Verdict
@@ -177,7 +188,9 @@ def _common_finding(
         benchmarks=int(values.size),
         verdict=verdict,
         reason=reason,
-        noise=f"the machine's speed (±{math.expm1(math.sqrt(machine_var)):.1%} between the sides)",
+        noise=(
+            f"the machine's speed (±{expm1_or_inf(math.sqrt(machine_var)):.1%} between the sides)"
+        ),
     )
 
 
@@ -210,8 +223,8 @@ def compare_documents(
         and not head[k].error
         and "time" in base[k].metrics
         and "time" in head[k].metrics
-        and base[k].metrics["time"].rounds
-        and head[k].metrics["time"].rounds
+        and _positive(base[k].metrics["time"].rounds)
+        and _positive(head[k].metrics["time"].rounds)
     ]
     # Each round's own speed factor (what the whole machine did during that round), centred
     # within its side so that dividing it out moves neither side as a whole.
@@ -344,7 +357,7 @@ def compare_documents(
                     "inconclusive",
                     (
                         f"{estimate.ratio - 1:+.1%}, but the base run sits "
-                        f"{math.expm1(base_off):+.1%} off the base branch's level in history, "
+                        f"{expm1_or_inf(base_off):+.1%} off the base branch's level in history, "
                         "where the head agrees with it"
                     ),
                 )
@@ -362,8 +375,8 @@ def compare_documents(
             b, h = base.get(prior.key), head.get(prior.key)
             results[index] = replace(
                 prior,
-                ratio=estimate.ratio,
-                ci=estimate.ci,
+                ratio=estimate.reported_ratio,
+                ci=estimate.reported_ci,
                 p_value=estimate.p_value,
                 q_value=float(q),
                 threshold=threshold,
@@ -373,7 +386,7 @@ def compare_documents(
                 attribution=_attribution(b, h) if verdict == "regression" or flag else [],
                 history=_history_of(history, prior.key, prior.metric),
                 flag=flag,
-                levels=tuple(math.exp(v) for v in floor.levels),
+                levels=tuple(exp_or_inf(v) for v in floor.levels),
                 baseline_runs=floor.baseline_runs if prior.metric == "time" else 0,
             )
 
@@ -468,7 +481,7 @@ def _base_off_level(
 
 
 def _levels_text(floor: NoiseFloor) -> str:
-    return " / ".join(f"{math.exp(v):.2f}x" for v in floor.levels)
+    return " / ".join(f"{exp_or_inf(v):.2f}x" for v in floor.levels)
 
 
 def _history_of(history: Sequence[noise.PastRun], key: str, metric: str) -> list[float]:
@@ -485,7 +498,7 @@ def _threshold(floor: NoiseFloor, settings: CompareSettings, key: str) -> float:
     """The key's threshold, raised with history to `history_k` run-to-run spreads of the medians."""
     if floor.history_sigma is None:
         return settings.threshold_for(key)
-    return max(settings.threshold_for(key), math.expm1(settings.history_k * floor.history_sigma))
+    return max(settings.threshold_for(key), expm1_or_inf(settings.history_k * floor.history_sigma))
 
 
 def _summary(metric: _Metric | None) -> SideSummary | None:

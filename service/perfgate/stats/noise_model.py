@@ -27,7 +27,7 @@ import numpy as np
 
 from perfgate.stats import noise
 from perfgate.stats.calibration import Calibration
-from perfgate.stats.compare import side_level
+from perfgate.stats.compare import exp_or_inf, expm1_or_inf, side_level
 from perfgate.stats.modes import speed_levels, within_offsets
 from perfgate.stats.noise import Evidence, MetricKey
 
@@ -67,11 +67,11 @@ class NoiseFloor:
         return self.var * self.tail_factor
 
     def describe(self) -> str:
-        text = f"±{math.expm1(self.process_sigma):.1%} a process ({', '.join(self.sources)})"
+        text = f"±{expm1_or_inf(self.process_sigma):.1%} a process ({', '.join(self.sources)})"
         if self.machine_var > 0:
-            text += f"; machine ±{math.expm1(math.sqrt(self.machine_var)):.1%}"
+            text += f"; machine ±{expm1_or_inf(math.sqrt(self.machine_var)):.1%}"
         if len(self.levels) > 1:
-            text += "; speed levels " + " / ".join(f"{math.exp(v):.2f}x" for v in self.levels)
+            text += "; speed levels " + " / ".join(f"{exp_or_inf(v):.2f}x" for v in self.levels)
         if self.baseline_runs:
             text += f"; baseline: base and its {self.baseline_runs} history runs"
         elif self.alone_because:
