@@ -27,7 +27,7 @@ from perfgate.stats.comparison import compare_documents
 from perfgate.stats.model import Comparison, MetricResult
 from perfgate.store.connect import open_store
 from perfgate.store.uploads import store_document
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 PROJECT = "acme/widgets"
 T0 = datetime(2026, 5, 1, tzinfo=timezone.utc)
