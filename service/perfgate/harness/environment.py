@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from perfgate.config import cuda_behaviour_variables
+from perfgate.harness.backend_flags import read_backend_flags
+
 # Present in the environment but not part of the fingerprint: they change between identical
 # machines (hostname) or describe this run rather than the machine.
 VOLATILE_FIELDS = frozenset({"fingerprint", "hostname"})
@@ -138,6 +141,9 @@ def collect_environment(
         "torch_interop_threads": int(torch.get_num_interop_threads()),
         "malloc": malloc,
         "sampling": sampling,
+        # Switches that pick kernels and precision, as every instance starts with them.
+        "backend_flags": read_backend_flags(),
+        "cuda_env": cuda_behaviour_variables(),
         "os": f"{platform.system()} {platform.release()}",
         "platform": sys.platform,
         "hostname": socket.gethostname(),

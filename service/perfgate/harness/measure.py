@@ -11,6 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.harness.api import BenchmarkInstance
+from perfgate.harness.backend_flags import (
+    BackendFlags,
+    describe_changes,
+    read_backend_flags,
+    restore_backend_flags,
+)
 from perfgate.harness.counters import (
     CompileMetrics,
     CompileWatch,
@@ -20,6 +26,7 @@ from perfgate.harness.counters import (
     flops_note,
     uncounted_flop_ops,
 )
+from perfgate.harness.devices import is_cuda
 from perfgate.harness.discovery import one_line
 from perfgate.harness.memory import measure_peak_memory
 from perfgate.harness.profiling import active_calls, profile_callable, trace_file_name
@@ -143,7 +150,15 @@ class _Started:
     watch: CompileWatch
     setup_s: float
     items: float | None
+    #: torch backend switches before setup (put back after the instance) and as setup left them
+    #: (in force whenever this instance runs).
+    flags_before: BackendFlags
+    flags: BackendFlags
     compiled: CompileMetrics | None = None
+
+    def own_flags(self) -> None:
+        """Switch to the backend flags this instance's setup chose (interleaved slices)."""
+        restore_backend_flags(self.flags)
 
     def drop_setup(self) -> None:
         """Let go of the callable (and what its closure holds) so memory can be released."""
@@ -173,12 +188,14 @@ def _start(
     # The same inputs in every round and every run: data-dependent kernels time alike.
     torch.manual_seed(0)
     fn: Callable[[], object] | None = None
+    flags_before = read_backend_flags()
     try:
         setup_start = time.perf_counter()
         fn = instance.call_setup(device)
         setup_s = time.perf_counter() - setup_start
         if not callable(fn):
             raise TypeError(f"setup returned {type(fn).__name__}, not a zero-argument callable")
+        flags = read_backend_flags()
         watch.after_setup()
         _refuse_instrumented_timing()
         sampler = warm_up(
@@ -190,13 +207,24 @@ def _start(
         items = instance.item_count()
     except Exception as exc:
         fn = None  # before _release, so what the setup allocated can go
-        return _failed(result, exc, device=device, reporter=reporter, round_index=round_index)
-    started = _Started(instance, result, fn, sampler, watch, setup_s, items)
+        return _failed(
+            result,
+            exc,
+            device=device,
+            reporter=reporter,
+            round_index=round_index,
+            flags_before=flags_before,
+        )
+    started = _Started(
+        instance, result, fn, sampler, watch, setup_s, items, flags_before=flags_before, flags=flags
+    )
     if interleaved:
         # The next instance's compiles would count as this one's: settle its counts now.
         started.compiled = watch.finish(
             setup_s=setup_s, first_call_s=sampler.first_call, per_call_s=sampler.settled
         )
+        # The next setup starts from the run's switches, not from this one's.
+        restore_backend_flags(flags_before)
     return started
 
 
@@ -207,10 +235,11 @@ def _failed(
     device: Any,
     reporter: RunReporter,
     round_index: int,
+    flags_before: BackendFlags,
 ) -> InstanceResult:
     result.entry["error"] = one_line(exc)
     reporter.instance_error(result.entry["key"], result.entry["error"], round_index=round_index)
-    _release(device)
+    _release(device, flags_before, result)
     return result
 
 
@@ -228,6 +257,12 @@ def _finish(
     metrics = result.entry["metrics"]
     per_call = timing.median
     metrics["time"] = {"unit": "s", "direction": "lower", "samples": timing.samples}
+    changed = describe_changes(started.flags_before, started.flags)
+    if changed:
+        # Which kernels and precision the instance ran with, where its setup chose them.
+        add_note(metrics["time"], f"backend flags set by setup: {changed}")
+    # Interleaved: another instance's flags may be in force; the passes run under this one's.
+    started.own_flags()
     if started.items is not None:
         metrics["throughput"] = {
             "unit": f"{spec.unit}/s",
@@ -257,8 +292,13 @@ def _finish(
         )
     )
     started.drop_setup()
-    _release(device)
+    _release(device, started.flags_before, result)
     return result
+
+
+def add_note(metric: dict[str, Any], note: str) -> None:
+    """Append a sentence to a metric's `note` (several findings may concern one metric)."""
+    metric["note"] = f"{metric['note']}; {note}" if metric.get("note") else note
 
 
 def measure_instance(
@@ -287,7 +327,12 @@ def measure_instance(
     except Exception as exc:
         started.drop_setup()
         return _failed(
-            started.result, exc, device=device, reporter=reporter, round_index=round_index
+            started.result,
+            exc,
+            device=device,
+            reporter=reporter,
+            round_index=round_index,
+            flags_before=started.flags_before,
         )
     return _finish(
         started, device=device, settings=settings, reporter=reporter, round_index=round_index
@@ -332,14 +377,24 @@ def measure_interleaved(
     def report_slice(index: int) -> None:
         progress[index](started[index].sampler.progress())
 
-    failures = sample_interleaved([one.sampler for one in started], on_slice=report_slice)
+    def before_slice(index: int) -> None:
+        started[index].own_flags()
+
+    failures = sample_interleaved(
+        [one.sampler for one in started], on_slice=report_slice, before_slice=before_slice
+    )
     for one, failure in zip(started, failures, strict=True):
         if failure is not None:
             one.drop_setup()
             yield (
                 one.instance,
                 _failed(
-                    one.result, failure, device=device, reporter=reporter, round_index=round_index
+                    one.result,
+                    failure,
+                    device=device,
+                    reporter=reporter,
+                    round_index=round_index,
+                    flags_before=one.flags_before,
                 ),
             )
             continue
@@ -374,7 +429,7 @@ def _secondary_passes(
     """Memory, exact counters and the profile: each may fail alone without losing the timing."""
     metrics = result.entry["metrics"]
     key = instance.key
-    on_device = getattr(device, "type", "cpu") == "cuda"
+    on_device = is_cuda(device)
     synchronize = make_synchronize(device)
 
     def attempt(what: str, action: Callable[[], None]) -> None:
@@ -448,9 +503,14 @@ def _secondary_passes(
         attempt("profile", profile)
 
 
-def _release(device: Any) -> None:
+def _release(device: Any, flags_before: BackendFlags, result: InstanceResult) -> None:
     gc.collect()
-    if getattr(device, "type", "cpu") == "cuda":
+    try:
+        # A setup's TF32 or cudnn.benchmark must not change the instances after it.
+        restore_backend_flags(flags_before)
+    except RuntimeError as exc:
+        result.warnings.append(f"{result.entry['key']}: {exc}")
+    if is_cuda(device):
         import torch
 
         # Every instance starts from the same allocator state, whatever ran before it.

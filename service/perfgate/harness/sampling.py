@@ -293,6 +293,7 @@ def sample_interleaved(
     slices: int = SLICES,
     min_slices: int = MIN_SLICES,
     on_slice: Callable[[int], None] | None = None,
+    before_slice: Callable[[int], None] | None = None,
 ) -> list[Exception | None]:
     """Take the samplers' blocks in slices, round-robin; returns each one's failure or None.
 
@@ -301,7 +302,8 @@ def sample_interleaved(
     stop after `min_slices` passes once it has `min_samples` and meets the CI target, so its
     samples span most of the round; `min_samples` are never cut short (a block a pass after
     the last slice). A sampler that raises drops out with its exception. `on_slice(index)`
-    follows each slice that completed (for progress).
+    follows each slice that completed (for progress); `before_slice(index)` precedes each
+    (the instance's own backend flags are put in force there).
     """
     failures: list[Exception | None] = [None] * len(samplers)
     # A slice must hold several blocks: its first one follows other instances (cold caches) and
@@ -319,6 +321,8 @@ def sample_interleaved(
         for index in list(active):
             sampler, count = samplers[index], own_slices[index]
             try:
+                if before_slice is not None:
+                    before_slice(index)
                 if passes <= count:
                     sampler.take_slice(sampler.budget / count)
                 else:
