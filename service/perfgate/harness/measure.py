@@ -453,6 +453,13 @@ def _secondary_passes(
             "value": peak.value,
             "method": peak.method,
         }
+        if peak.reserved is not None:
+            metrics["peak_memory_reserved"] = {
+                "unit": "B",
+                "direction": "lower",
+                "value": peak.reserved,
+                "method": "cuda_reserved",
+            }
 
     op_names: list[str] = []
 

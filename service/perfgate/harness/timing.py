@@ -7,6 +7,8 @@ from collections.abc import Callable
 from itertools import repeat
 from typing import Any, Protocol
 
+from perfgate.harness.devices import is_cuda
+
 
 class Timer(Protocol):
     """Times `k` back-to-back calls of `fn` and returns the seconds the block took."""
@@ -77,7 +79,7 @@ class CudaEventTimer:
 
 def make_timer(device: Any) -> Timer:
     """The timer for a torch.device: CUDA events on a GPU, perf_counter_ns otherwise."""
-    if getattr(device, "type", str(device)) == "cuda":
+    if is_cuda(device):
         import torch
 
         cuda: Any = torch.cuda
@@ -95,7 +97,7 @@ def make_timer(device: Any) -> Timer:
 
 def make_synchronize(device: Any) -> Callable[[], None]:
     """A function that waits for all queued work on `device` (a no-op on CPU)."""
-    if getattr(device, "type", str(device)) == "cuda":
+    if is_cuda(device):
         import torch
 
         return lambda: torch.cuda.synchronize(device)
