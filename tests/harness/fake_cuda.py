@@ -224,3 +224,70 @@ def install(monkeypatch: Any, **options: Any) -> FakeCuda:
     fake = FakeCuda(**options)
     monkeypatch.setattr(torch, "cuda", fake)
     return fake
+
+
+class RecordedProfile:
+    """Builds real `torch.profiler` FunctionEvent objects linked the way the profiler links them.
+
+    Host events nest by time on one thread; a runtime call (`cudaLaunchKernel`) and the kernel it
+    launched are linked to the innermost host op or range (`linked=`); a linked kernel's time is
+    added to that op's self device time, as `_parse_kineto_results` does. `events()` returns an
+    EventList with parents and children filled in, as `prof.events()` does.
+    """
+
+    def __init__(self) -> None:
+        self._events: list[Any] = []
+        self._next_id = 1
+
+    def _make(self, name: str, start: float, end: float, **fields: Any) -> Any:
+        from torch.autograd import DeviceType
+        from torch.autograd.profiler_util import FunctionEvent
+
+        event = FunctionEvent(
+            id=self._next_id,
+            name=name,
+            thread=1,
+            start_us=start,
+            end_us=end,
+            use_device="cuda",
+            device_type=fields.pop("device_type", DeviceType.CPU),
+            **fields,
+        )
+        self._next_id += 1
+        self._events.append(event)
+        return event
+
+    def op(self, name: str, start: float, end: float, *, annotation: bool = False) -> Any:
+        """A host op or `record_function` range."""
+        return self._make(name, start, end, is_user_annotation=annotation)
+
+    def runtime(self, name: str, start: float, end: float, *, linked: Any = None) -> Any:
+        """A CUDA runtime call on the host (`cudaLaunchKernel`, `cudaDeviceSynchronize`)."""
+        return self._make(
+            name, start, end, linked_correlation_id=linked.id if linked is not None else 0
+        )
+
+    def kernel(
+        self, name: str, start: float, end: float, *, linked: Any = None, annotation: bool = False
+    ) -> Any:
+        """A device event: a kernel, or the device mirror of an annotation (`annotation=True`)."""
+        from torch.autograd import DeviceType
+
+        event = self._make(
+            name,
+            start,
+            end,
+            device_type=DeviceType.CUDA,
+            is_user_annotation=annotation,
+            linked_correlation_id=linked.id if linked is not None else 0,
+        )
+        if linked is not None and not annotation:
+            linked.append_kernel(name, 0, end - start)
+        return event
+
+    def events(self) -> Any:
+        from torch.autograd.profiler_util import EventList
+
+        events = EventList(self._events, use_device="cuda")
+        events._build_tree()
+        return events

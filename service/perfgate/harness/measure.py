@@ -473,9 +473,14 @@ def _secondary_passes(
         metrics["flops"] = _exact("flop", total, flops_note(uncounted_flop_ops(op_names)))
 
     def kernels() -> None:
-        launches, consistent = count_kernel_launches(fn, synchronize)
-        metrics["kernel_launches"] = _exact("kernel", launches)
-        if not consistent:
+        counted = count_kernel_launches(fn, synchronize)
+        if counted.per_call is None:
+            result.warnings.append(f"{key}: kernel_launches not measured: {counted.reason}")
+            return
+        metrics["kernel_launches"] = _exact("kernel", counted.per_call, counted.note())
+        # Rounds and runs that chose other kernels (autotuning, cudnn.benchmark) differ here.
+        metrics["kernel_launches"]["method"] = counted.digest()
+        if not counted.consistent:
             result.warnings.append(f"{key}: kernel launches differ between calls; rounded")
 
     def profile() -> None:
