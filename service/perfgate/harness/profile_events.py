@@ -95,7 +95,11 @@ def unlinked_kernels(events: Sequence[Any]) -> list[Any]:
     return [e for e in kernels(events) if getattr(e, "linked_correlation_id", 0) not in carriers]
 
 
-def _self_device_us(event: Any) -> float:
+def self_device_time_us(event: Any) -> float:
+    """Self device time of a profiler event or row in µs, whatever this torch calls it.
+
+    torch >= 2.4 names it `self_device_time_total`; older releases `self_cuda_time_total`.
+    """
     for name in ("self_device_time_total", "self_cuda_time_total"):
         value = getattr(event, name, None)
         if value is not None:
@@ -134,11 +138,11 @@ def aggregate_events(
         add(
             name,
             float(event.self_cpu_time_total),
-            _self_device_us(event),
+            self_device_time_us(event),
             float(getattr(event, "flops", 0) or 0),
         )
     for kernel in unlinked_kernels(events):
-        add(str(kernel.name), 0.0, _self_device_us(kernel), 0.0)
+        add(str(kernel.name), 0.0, self_device_time_us(kernel), 0.0)
     out = list(rows.values())
     weight = "self_device_us" if on_device else "self_cpu_us"
     out.sort(key=lambda r: (-r[weight], -r["self_cpu_us"], r["op"]))
