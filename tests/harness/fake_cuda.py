@@ -92,6 +92,7 @@ class FakeCuda:
     kernels: list[str] = field(default_factory=list)
     current_index: int = 0
     synchronize_calls: int = 0
+    seed: int | None = None
 
     def __post_init__(self) -> None:
         self.default = FakeStream(self, "default")
@@ -143,6 +144,12 @@ class FakeCuda:
 
     def is_initialized(self) -> bool:
         return True
+
+    def _is_in_bad_fork(self) -> bool:
+        return False
+
+    def manual_seed_all(self, seed: int) -> None:
+        self.seed = seed
 
     def device_count(self) -> int:
         return self.devices

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import textwrap
 
 import pytest
 
@@ -10,8 +11,10 @@ torch = pytest.importorskip("torch")
 
 from fake_cuda import install  # noqa: E402
 
+from perfgate.harness import timing as timing_module  # noqa: E402
 from perfgate.harness.memory import measure_peak_memory  # noqa: E402
 from perfgate.harness.timing import CpuTimer, CudaEventTimer, make_synchronize, make_timer  # noqa: E402
+from perfgate.harness.timing_findings import timing_findings  # noqa: E402
 
 MIB = 1 << 20
 
@@ -45,3 +48,151 @@ def test_cuda_peak_memory_reports_reserved_too_with_gc_paused(monkeypatch):
     assert peak.value == 8 * MIB
     # The cache is emptied first, so reserved growth is what the call needed from the device.
     assert peak.reserved == 8 * MIB
+
+
+def _timer(fake, *, queued=False):
+    return CudaEventTimer(
+        event_factory=lambda: fake.Event(enable_timing=True),
+        synchronize=fake.synchronize,
+        clock=fake.clock,
+        spin=(lambda s: fake._sleep(int(s * fake.clock_hz))) if queued else None,
+    )
+
+
+def test_a_launch_bound_callable_is_timed_by_its_host_time_and_flagged(monkeypatch):
+    fake = install(monkeypatch, launch_s=20e-6)
+
+    def tiny():  # 20 µs to launch, 2 µs on the device
+        fake.launch(2e-6)
+
+    timer = _timer(fake)
+    block = timer.time_block(tiny, 100)
+    # From an idle device the events see the launches: 100 x 20 µs, not 100 x 2 µs.
+    assert block == pytest.approx(100 * 20e-6, rel=0.05)
+    assert timer.details["host"] == pytest.approx(20e-6, rel=0.05)
+    samples = [block / 100] * 20
+    found = timing_findings(samples, {"host": [timer.details["host"]] * 20}, key="tiny")
+    assert found.metrics["host_time"]["samples"] == [timer.details["host"]] * 20
+    assert any(note.startswith("launch-bound") for note in found.notes)
+    assert "launch-bound" in found.warnings[0]
+
+
+def test_queued_device_timing_times_the_device_alone(monkeypatch):
+    fake = install(monkeypatch, launch_s=20e-6)
+
+    def tiny():
+        fake.launch(2e-6)
+
+    timer = _timer(fake, queued=True)
+    assert timer.method == "cuda_events_queued"
+    block = timer.time_block(tiny, 50)  # 1 ms of launching, inside the first 2 ms spin
+    assert block == pytest.approx(50 * 2e-6, rel=0.01)
+    assert timer.details["unheld"] == 0.0
+    assert timer.details["host"] == pytest.approx(20e-6, rel=0.05)
+
+
+def test_queued_blocks_that_outlast_the_spin_are_reported(monkeypatch):
+    fake = install(monkeypatch, launch_s=20e-6)
+    timer = _timer(fake, queued=True)
+    # 500 launches of 20 µs (10 ms) outlast the first 2 ms spin.
+    timer.time_block(lambda: fake.launch(2e-6), 500)
+    assert timer.details["unheld"] == 1.0
+    # The spin is then sized from that block's host time, and holds the next one.
+    timer.time_block(lambda: fake.launch(2e-6), 500)
+    assert timer.details["unheld"] == 0.0
+    found = timing_findings([1e-3, 1e-3], {"unheld": [1.0, 0.0]}, key="k")
+    assert "1 of 2 blocks outlasted the spin kernel" in found.notes[0]
+
+
+def test_work_left_on_another_stream_is_detected(monkeypatch):
+    fake = install(monkeypatch)
+    side = fake.Stream()
+
+    def call():
+        fake.launch(100e-6)
+        fake.launch(300e-6, stream=side)  # never joined back to the current stream
+
+    timer = _timer(fake)
+    block = timer.time_block(call, 10)
+    # The end event on the current stream completes before the side stream's work.
+    assert block < 10 * 300e-6
+    assert timer.details["other_streams"] > 0.5 * block / 10
+    found = timing_findings(
+        [block / 10] * 5, {"other_streams": [timer.details["other_streams"]] * 5}, key="side"
+    )
+    assert "other streams" in found.notes[0] and "wait_stream" in found.warnings[0]
+
+    def joined():
+        fake.launch(100e-6)
+        fake.launch(300e-6, stream=side)
+        fake.current.wait_stream(side)
+
+    timer.time_block(joined, 10)
+    assert timer.details["other_streams"] == pytest.approx(0.0, abs=1e-6)
+
+
+def _cuda_instances(tmp_path, body: str):
+    """Benchmarks written against the fake device (`torch.cuda` while the test runs)."""
+    from perfgate.harness.discovery import import_benchmark_file
+
+    path = tmp_path / "bench_fake_cuda.py"
+    path.write_text("import torch, perfgate\n\n" + textwrap.dedent(body))
+    return {i.key: i for i in import_benchmark_file(path)}
+
+
+def _measure(instance, **settings):
+    from perfgate.harness.measure import MeasureSettings, measure_instance
+    from perfgate.report.progress import NullReporter
+
+    settings.setdefault("profile", False)
+    return measure_instance(
+        instance,
+        device=torch.device("cuda:0"),
+        settings=MeasureSettings(max_time=0.2, **settings),
+        reporter=NullReporter(),
+    )
+
+
+def _entry_document(entry):
+    from perfgate.results import parse_document
+
+    return parse_document(
+        {
+            "schema": "perfgate/results@1",
+            "run": {
+                "id": "00000000-0000-0000-0000-000000000001",
+                "project": "o/p",
+                "commit": "0" * 40,
+                "started_at": "2026-01-01T00:00:00Z",
+            },
+            "environment": {"fingerprint": "x"},
+            "benchmarks": [entry],
+        }
+    )
+
+
+def test_a_launch_bound_instance_records_host_time_and_a_note(monkeypatch, tmp_path):
+    fake = install(monkeypatch, launch_s=20e-6)
+    monkeypatch.setattr(timing_module.time, "perf_counter", fake.clock)
+    instances = _cuda_instances(
+        tmp_path,
+        """
+        @perfgate.benchmark
+        def tiny():
+            cuda = torch.cuda
+            return lambda: cuda.launch(2e-6)
+        """,
+    )
+    result = _measure(instances["tiny"])
+    assert result.error is None, result.entry
+    metrics = result.entry["metrics"]
+    assert metrics["time"]["method"] == "cuda_events"
+    assert sorted(metrics["time"]["samples"])[10] == pytest.approx(20e-6, rel=0.1)
+    assert len(metrics["host_time"]["samples"]) == len(metrics["time"]["samples"])
+    assert metrics["time"]["note"].startswith("launch-bound")
+    assert any("launch-bound" in w for w in result.warnings)
+    _entry_document(result.entry)  # still a valid results@1 entry
+
+    queued = _measure(instances["tiny"], device_timing="queued")
+    assert queued.entry["metrics"]["time"]["method"] == "cuda_events_queued"
+    assert sorted(queued.entry["metrics"]["time"]["samples"])[10] == pytest.approx(2e-6, rel=0.1)

@@ -38,6 +38,7 @@ from perfgate.harness.sampling import (
     warm_up,
 )
 from perfgate.harness.timing import make_synchronize, make_timer
+from perfgate.harness.timing_findings import timing_findings
 from perfgate.report.progress import InstanceProgress, RunReporter
 
 # Progress updates faster than this only cost time inside the instance's budget.
@@ -54,6 +55,9 @@ class MeasureSettings:
     trace_dir: Path | None = None
     #: Take samples in slices round-robin across instances (`measure_interleaved`).
     interleave: bool = False
+    #: CUDA: "events" (time from an idle device: launching and running) or "queued" (the
+    #: device's work alone, the block queued behind a spin kernel); see `timing.DEVICE_TIMINGS`.
+    device_timing: str = "events"
 
 
 @dataclass
@@ -200,7 +204,7 @@ def _start(
         _refuse_instrumented_timing()
         sampler = warm_up(
             fn,
-            make_timer(device),
+            make_timer(device, device_timing=settings.device_timing),
             sampling_config(instance, settings),
             after_first_call=watch.after_first_call,
         )
@@ -257,6 +261,14 @@ def _finish(
     metrics = result.entry["metrics"]
     per_call = timing.median
     metrics["time"] = {"unit": "s", "direction": "lower", "samples": timing.samples}
+    method = getattr(started.sampler.timer, "method", None)
+    if method:
+        metrics["time"]["method"] = method
+    findings = timing_findings(timing.samples, timing.details, key=started.instance.key)
+    metrics.update(findings.metrics)
+    for note in findings.notes:
+        add_note(metrics["time"], note)
+    result.warnings.extend(findings.warnings)
     changed = describe_changes(started.flags_before, started.flags)
     if changed:
         # Which kernels and precision the instance ran with, where its setup chose them.

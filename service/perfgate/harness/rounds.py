@@ -232,6 +232,7 @@ def _spawn_worker(
             "threads": threads,
             "max_time": settings.max_time,
             "interleave": settings.interleave,
+            "device_timing": settings.device_timing,
             "profile": profile,
             "trace_dir": str(settings.trace_dir) if settings.trace_dir else None,
             "round_index": round_index,

@@ -19,6 +19,7 @@ from perfgate.harness.measure import (
     run_instances,
 )
 from perfgate.harness.rounds import merge_rounds, run_round
+from perfgate.harness.timing import DEVICE_TIMINGS
 from perfgate.report.progress import NullReporter, RunReporter
 from perfgate.results import SCHEMA, ResultsDocument, parse_document
 
@@ -41,6 +42,7 @@ def run_benchmarks(
     pin_malloc: bool = True,
     isolate: bool = False,
     interleave: bool | None = None,
+    device_timing: str = "events",
     reporter: RunReporter | None = None,
     github: GitHubContext | None = None,
     cwd: Path | None = None,
@@ -55,8 +57,10 @@ def run_benchmarks(
     round in a worker process too, so that a process which ran other benchmarks before (the
     demo runs both sides) does not measure with warm caches and compiled kernels. `interleave`
     samples the instances of a round in slices, round-robin (`measure_interleaved`); None means
-    on CPU only (on CUDA every setup alive at once could exhaust device memory). Raises
-    UsageError for bad options, a missing commit or an empty selection.
+    on CPU only (on CUDA every setup alive at once could exhaust device memory).
+    `device_timing` (CUDA) is "events" (time from an idle device: launching and running) or
+    "queued" (the device's work alone, see `perfgate.harness.timing`). Raises UsageError for bad
+    options, a missing commit or an empty selection.
     """
     if rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {rounds}")
@@ -64,6 +68,10 @@ def run_benchmarks(
         raise UsageError(f"--max-time must be positive seconds, got {max_time}")
     if threads is not None and threads < 1:
         raise UsageError(f"threads must be at least 1, got {threads}")
+    if device_timing not in DEVICE_TIMINGS:
+        raise UsageError(
+            f"device timing {device_timing!r}: expected one of {', '.join(DEVICE_TIMINGS)}"
+        )
     reporter = reporter or NullReporter()
     base = cwd or Path.cwd()
     git = resolve_git(
@@ -97,6 +105,7 @@ def run_benchmarks(
         profile=profile,
         trace_dir=_anchor(trace_dir, base) if trace_dir else None,
         interleave=interleave,
+        device_timing=device_timing,
     )
     reporter.run_started(instances=len(selection.instances), rounds=rounds)
     try:

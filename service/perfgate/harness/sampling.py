@@ -8,7 +8,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from perfgate.harness.timing import Timer
 from perfgate.stats.summary import median_ci
@@ -69,6 +69,9 @@ class TimingResult:
     warmup_blocks: int
     stable: bool
     elapsed: float
+    #: What the timer reported besides each sample's time (CUDA: per-call host launch time,
+    #: wait for other streams, ...), one value per sample, by name.
+    details: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def median(self) -> float:
@@ -213,6 +216,7 @@ class Sampler:
         self._ordered: list[float] = []
         self._last_check = 0
         self.ci_rel: float | None = None
+        self.details: dict[str, list[float]] = {}
 
     def take_block(self, on_progress: Callable[[Progress], None] | None = None) -> None:
         config, timer = self.config, self.timer
@@ -221,6 +225,8 @@ class Sampler:
             value = timer.time_block(self.fn, self.k) / self.k
         self.spent += self.clock() - began
         self.samples.append(value)
+        for name, detail in (getattr(timer, "details", None) or {}).items():
+            self.details.setdefault(name, []).append(detail)
         bisect.insort(self._ordered, value)
         n = len(self.samples)
         if self.k > 1 and value * self.k > _BLOCK_BLOWUP * timer.min_block_s:
@@ -284,6 +290,7 @@ class Sampler:
             warmup_blocks=self.warmup_blocks,
             stable=self.stable,
             elapsed=self.clock() - self.start,
+            details=self.details,
         )
 
 

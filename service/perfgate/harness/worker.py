@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = MeasureSettings(
         max_time=request.get("max_time"),
         interleave=bool(request.get("interleave", False)),
+        device_timing=str(request.get("device_timing", "events")),
         profile=bool(request["profile"]),
         trace_dir=Path(trace_dir) if trace_dir else None,
     )
