@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import textwrap
+from types import SimpleNamespace
 
 import pytest
 
@@ -173,7 +174,8 @@ def _entry_document(entry):
 
 def test_a_launch_bound_instance_records_host_time_and_a_note(monkeypatch, tmp_path):
     fake = install(monkeypatch, launch_s=20e-6)
-    monkeypatch.setattr(timing_module.time, "perf_counter", fake.clock)
+    # The timer's host clock follows the simulated host (only inside the timing module).
+    monkeypatch.setattr(timing_module, "time", SimpleNamespace(perf_counter=fake.clock))
     instances = _cuda_instances(
         tmp_path,
         """
@@ -196,3 +198,159 @@ def test_a_launch_bound_instance_records_host_time_and_a_note(monkeypatch, tmp_p
     queued = _measure(instances["tiny"], device_timing="queued")
     assert queued.entry["metrics"]["time"]["method"] == "cuda_events_queued"
     assert sorted(queued.entry["metrics"]["time"]["samples"])[10] == pytest.approx(2e-6, rel=0.1)
+
+
+POISON = """
+@perfgate.benchmark
+def a_fine():
+    cuda = torch.cuda
+    return lambda: cuda.launch(1e-4)
+
+@perfgate.benchmark
+def b_faults():
+    cuda = torch.cuda
+    def call():
+        cuda.launch(1e-4)
+        if cuda.host > 0.05:  # after warm-up, while samples are taken
+            cuda.poison()
+    return call
+
+@perfgate.benchmark
+def c_after():
+    cuda = torch.cuda
+    return lambda: cuda.launch(1e-4)
+"""
+
+
+def test_a_lost_cuda_context_stops_the_process_after_the_culprit(monkeypatch, tmp_path):
+    from perfgate.harness.device_errors import DeviceContextLostError
+    from perfgate.harness.measure import MeasureSettings, run_instances
+    from perfgate.report.progress import NullReporter
+
+    install(monkeypatch)
+    instances = list(_cuda_instances(tmp_path, POISON).values())
+    saved = []
+    with pytest.raises(DeviceContextLostError) as lost:
+        run_instances(
+            instances,
+            device=torch.device("cuda:0"),
+            settings=MeasureSettings(max_time=0.2, profile=False),
+            reporter=NullReporter(),
+            on_result=lambda instance, result: saved.append(instance.key),
+        )
+    assert lost.value.key == "b_faults" and "illegal memory access" in lost.value.reason
+    assert saved == ["a_fine", "b_faults"]  # c_after is never started in this process
+    assert lost.value.done["a_fine"].error is None
+    assert "illegal memory access" in lost.value.done["b_faults"].error
+
+
+def test_an_error_that_leaves_the_context_usable_does_not_stop_the_process(monkeypatch):
+    from perfgate.harness.device_errors import context_lost
+
+    install(monkeypatch)
+    oom = RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert context_lost(torch.device("cuda:0"), oom) is None
+    assert context_lost("cpu", RuntimeError("an illegal memory access")) is None
+
+
+def test_the_worker_exits_with_lost_context_and_the_round_goes_on(monkeypatch, tmp_path):
+    import io
+    import json
+
+    from perfgate.harness import rounds
+    from perfgate.harness.measure import MeasureSettings
+    from perfgate.harness.worker import LOST_CONTEXT, run_request
+
+    install(monkeypatch)
+    path = tmp_path / "bench_fake_cuda.py"
+    path.write_text("import torch, perfgate\n" + POISON)
+    results = tmp_path / "results.jsonl"
+    request = {
+        "files": [str(path)],
+        "keys": ["a_fine", "b_faults", "c_after"],
+        "device": "cuda:0",
+        "threads": 1,
+        "max_time": 0.2,
+        "profile": False,
+        "round_index": 1,
+        "pin_malloc": False,
+        "results": str(results),
+    }
+    assert run_request(request, io.StringIO()) == LOST_CONTEXT
+    written = [json.loads(line)["key"] for line in results.read_text().splitlines()]
+    assert written == ["a_fine", "b_faults"]
+
+    # The parent then hands what is left to a fresh worker.
+    calls = []
+
+    def spawn(instances, **kwargs):
+        calls.append([i.key for i in instances])
+        keys = [i.key for i in instances]
+        if len(calls) == 1:
+            done = {k: {"key": k, "metrics": {}} for k in keys[:2]}
+            return done, set(keys[:2]), f"exit code {LOST_CONTEXT}: CUDA context lost"
+        return {k: {"key": k, "metrics": {}} for k in keys}, set(keys), None
+
+    monkeypatch.setattr(rounds, "_spawn_worker", spawn)
+    instances = list(_cuda_instances(tmp_path, POISON).values())
+    entries = rounds.run_round(
+        instances,
+        round_index=1,
+        device="cuda:0",
+        threads=1,
+        settings=MeasureSettings(),
+        profile=False,
+        reporter=NullRecorder(),
+        cwd=tmp_path,
+    )
+    assert calls == [["a_fine", "b_faults", "c_after"], ["c_after"]]
+    assert set(entries) == {"a_fine", "b_faults", "c_after"}
+
+
+class NullRecorder:
+    def __init__(self):
+        self.warnings = []
+
+    def warning(self, message):
+        self.warnings.append(message)
+
+    def instance_error(self, key, message, *, round_index):
+        self.warnings.append(f"error {key}: {message}")
+
+    def instance_started(self, key, *, round_index):
+        pass
+
+    def instance_progress(self, progress):
+        pass
+
+    def instance_finished(self, progress):
+        pass
+
+
+def test_in_process_the_rest_goes_to_a_worker_after_a_lost_context(monkeypatch, tmp_path):
+    from perfgate.harness import runner
+    from perfgate.harness.measure import MeasureSettings
+
+    install(monkeypatch)
+    handed = []
+
+    def run_round(instances, **kwargs):
+        handed.append(([i.key for i in instances], kwargs["device"]))
+        return {i.key: {"key": i.key} for i in instances}
+
+    monkeypatch.setattr(runner, "run_round", run_round)
+    recorder = NullRecorder()
+    entries = runner._run_in_process(
+        list(_cuda_instances(tmp_path, POISON).values()),
+        device=torch.device("cuda:0"),
+        device_name="cuda:0",
+        threads=1,
+        pin_malloc=False,
+        settings=MeasureSettings(max_time=0.2, profile=False),
+        reporter=recorder,
+        cwd=tmp_path,
+    )
+    assert handed == [(["c_after"], "cuda:0")]
+    assert list(entries) == ["a_fine", "b_faults", "c_after"]
+    assert entries["a_fine"]["error"] is None
+    assert any("CUDA context lost while measuring b_faults" in w for w in recorder.warnings)

@@ -26,6 +26,7 @@ from perfgate.harness.counters import (
     flops_note,
     uncounted_flop_ops,
 )
+from perfgate.harness.device_errors import DeviceContextLostError, context_lost
 from perfgate.harness.devices import is_cuda
 from perfgate.harness.discovery import one_line
 from perfgate.harness.memory import measure_peak_memory
@@ -66,6 +67,8 @@ class InstanceResult:
 
     entry: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    #: Set when the instance's error left the CUDA context unusable (why).
+    device_lost: str | None = None
 
     @property
     def error(self) -> str | None:
@@ -243,7 +246,9 @@ def _failed(
 ) -> InstanceResult:
     result.entry["error"] = one_line(exc)
     reporter.instance_error(result.entry["key"], result.entry["error"], round_index=round_index)
-    _release(device, flags_before, result)
+    result.device_lost = context_lost(device, exc)
+    if result.device_lost is None:
+        _release(device, flags_before, result)
     return result
 
 
@@ -551,7 +556,8 @@ def run_instances(
     on_result: Callable[[BenchmarkInstance, InstanceResult], None] | None = None,
 ) -> dict[str, InstanceResult]:
     """Measure instances in this process, interleaved or one after another (settings); warnings
-    go to the reporter."""
+    go to the reporter. Raises DeviceContextLostError after the instance whose error left the CUDA
+    context unusable (its result was passed to `on_result`; later ones were not measured)."""
     results: dict[str, InstanceResult] = {}
     if settings.interleave:
         measured: Iterable[tuple[BenchmarkInstance, InstanceResult]] = measure_interleaved(
@@ -577,6 +583,10 @@ def run_instances(
         results[instance.key] = result
         if on_result is not None:
             on_result(instance, result)
+        if result.device_lost is not None:
+            # Every later instance in this process would fail too: the caller continues in a
+            # fresh process.
+            raise DeviceContextLostError(instance.key, result.device_lost, done=dict(results))
     return results
 
 

@@ -178,6 +178,15 @@ def run_round(
                 round_index=round_index,
                 reporter=reporter,
             )
+        if not crashed and done:
+            # The worker stopped after an instance (a lost CUDA context): the rest get a fresh
+            # one.
+            reporter.warning(
+                f"round {round_index}: the worker stopped ({failure}); measuring the "
+                f"{len(untouched)} remaining instances in a fresh worker"
+            )
+            remaining = untouched
+            continue
         if not crashed:
             # Nothing ran at all: a second worker would fail the same way.
             for instance in untouched:

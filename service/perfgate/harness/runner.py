@@ -6,10 +6,13 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from perfgate.config import GitHubContext
 from perfgate.errors import UsageError
 from perfgate.harness.allocator import SYSTEM, pin_malloc_thresholds
+from perfgate.harness.api import BenchmarkInstance
+from perfgate.harness.device_errors import DeviceContextLostError
 from perfgate.harness.discovery import DEFAULT_PATH, ImportFailure, Selection, discover
 from perfgate.harness.gitinfo import resolve_git
 from perfgate.harness.measure import (
@@ -113,10 +116,16 @@ def run_benchmarks(
             # Round 0: found while collecting, before any round.
             reporter.instance_error(failure.key, failure.message, round_index=0)
         if rounds == 1 and not isolate:
-            results = run_instances(
-                selection.instances, device=torch_device, settings=settings, reporter=reporter
+            entries = _run_in_process(
+                selection.instances,
+                device=torch_device,
+                device_name=device_name,
+                threads=threads,
+                pin_malloc=pin_malloc,
+                settings=settings,
+                reporter=reporter,
+                cwd=base,
             )
-            entries = {key: result.entry for key, result in results.items()}
         else:
             per_round = [
                 run_round(
@@ -163,6 +172,41 @@ def run_benchmarks(
         "benchmarks": benchmarks,
     }
     return parse_document(document, source="perfgate run")
+
+
+def _run_in_process(
+    instances: list[BenchmarkInstance],
+    *,
+    device: Any,
+    device_name: str,
+    threads: int,
+    pin_malloc: bool,
+    settings: MeasureSettings,
+    reporter: RunReporter,
+    cwd: Path,
+) -> dict[str, dict[str, Any]]:
+    """One round in this process; after a lost CUDA context, the rest in worker processes."""
+    try:
+        results = run_instances(instances, device=device, settings=settings, reporter=reporter)
+    except DeviceContextLostError as lost:
+        entries = {key: result.entry for key, result in lost.done.items()}
+        rest = [i for i in instances if i.key not in entries]
+        reporter.warning(f"{lost}; measuring the {len(rest)} remaining instances in a worker")
+        entries.update(
+            run_round(
+                rest,
+                round_index=1,
+                device=device_name,
+                threads=threads,
+                pin_malloc=pin_malloc,
+                settings=settings,
+                profile=settings.profile,
+                reporter=reporter,
+                cwd=cwd,
+            )
+        )
+        return entries
+    return {key: result.entry for key, result in results.items()}
 
 
 def resolve_device(device: str) -> str:
