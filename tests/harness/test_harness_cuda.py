@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import textwrap
+from collections import Counter
 from types import SimpleNamespace
 
 import pytest
@@ -354,3 +355,57 @@ def test_in_process_the_rest_goes_to_a_worker_after_a_lost_context(monkeypatch, 
     assert list(entries) == ["a_fine", "b_faults", "c_after"]
     assert entries["a_fine"]["error"] is None
     assert any("CUDA context lost while measuring b_faults" in w for w in recorder.warnings)
+
+
+def test_on_cuda_the_profiler_attaches_only_after_every_instance_was_timed(monkeypatch, tmp_path):
+    from perfgate.harness import measure
+    from perfgate.harness.counters import KernelCount
+    from perfgate.harness.measure import MeasureSettings, run_instances
+    from perfgate.harness.profiling import ProfileResult
+
+    install(monkeypatch)
+    log = []
+
+    def count(fn, synchronize):
+        log.append("kernels")
+        return KernelCount(1, True, Counter({"k": 3}), 3)
+
+    def profile(fn, **kwargs):
+        log.append("profile")
+        return ProfileResult(ops=[], trace=None)
+
+    monkeypatch.setattr(measure, "count_kernel_launches", count)
+    monkeypatch.setattr(measure, "profile_callable", profile)
+
+    class Log(NullRecorder):
+        def instance_finished(self, progress):
+            log.append(f"timed {progress.key}")
+
+    instances = _cuda_instances(
+        tmp_path,
+        """
+        @perfgate.benchmark(params={"n": [1, 2]})
+        def setups(n):
+            cuda = torch.cuda
+            cuda.setups = getattr(cuda, "setups", 0) + 1
+            return lambda: cuda.launch(1e-4)
+        """,
+    )
+    results = run_instances(
+        list(instances.values()),
+        device=torch.device("cuda:0"),
+        settings=MeasureSettings(max_time=0.2, profile=True),
+        reporter=Log(),
+    )
+    assert log == [
+        "timed setups[n=1]",
+        "timed setups[n=2]",
+        "kernels",
+        "profile",
+        "kernels",
+        "profile",
+    ]
+    assert torch.cuda.setups == 4  # each instance set up again for its profiler passes
+    for result in results.values():
+        assert result.entry["metrics"]["kernel_launches"]["value"] == 1
+        assert "peak_memory" in result.entry["metrics"]

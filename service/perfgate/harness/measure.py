@@ -6,7 +6,7 @@ import gc
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,9 @@ class MeasureSettings:
     #: CUDA: "events" (time from an idle device: launching and running) or "queued" (the
     #: device's work alone, the block queued behind a spin kernel); see `timing.DEVICE_TIMINGS`.
     device_timing: str = "events"
+    #: Leave the passes that attach the profiler (kernel_launches, profile) to
+    #: `run_profiler_passes`, after every instance of the round was timed (sequential CUDA).
+    defer_profiler: bool = False
 
 
 @dataclass
@@ -297,6 +300,7 @@ def _finish(
         per_call=per_call,
         result=result,
         compiled=compiled,
+        passes="early" if settings.defer_profiler else "all",
     )
     reporter.instance_finished(
         InstanceProgress(
@@ -442,8 +446,12 @@ def _secondary_passes(
     per_call: float,
     result: InstanceResult,
     compiled: Any,
+    passes: str = "all",
 ) -> None:
-    """Memory, exact counters and the profile: each may fail alone without losing the timing."""
+    """Memory, exact counters and the profile: each may fail alone without losing the timing.
+
+    `passes`: "all"; "early" (all but those that attach the profiler); "profiler" (only those).
+    """
     metrics = result.entry["metrics"]
     key = instance.key
     on_device = is_cuda(device)
@@ -513,6 +521,12 @@ def _secondary_passes(
         )
         result.entry["profile"] = {"ops": profiled.ops, "trace": profiled.trace}
 
+    if passes == "profiler":
+        if on_device:
+            attempt("kernel_launches", kernels)
+        if settings.profile:
+            attempt("profile", profile)
+        return
     if compiled is not None:
         metrics["compile_time"] = {
             "unit": "s",
@@ -526,10 +540,55 @@ def _secondary_passes(
     attempt("peak_memory", memory)
     attempt("op_count", ops)
     attempt("flops", flops)
+    if passes == "early":
+        return
     if on_device:
         attempt("kernel_launches", kernels)
     if settings.profile:
         attempt("profile", profile)
+
+
+def run_profiler_passes(
+    instance: BenchmarkInstance, result: InstanceResult, *, device: Any, settings: MeasureSettings
+) -> None:
+    """kernel_launches and the profile of an instance timed earlier, from a fresh setup.
+
+    A profiling session leaves CUPTI attached to the process, which can slow every kernel
+    launch after it; so on CUDA these passes run once all instances of the round are timed.
+    The setup is made again (same seed, the run's backend flags) rather than kept alive, so
+    device memory holds one instance at a time, as during timing.
+    """
+    import torch
+
+    if result.error is not None:
+        return
+    CompileWatch().start(reset=True)
+    torch.manual_seed(0)
+    flags_before = read_backend_flags()
+    fn: Callable[[], object] | None = None
+    try:
+        fn = instance.call_setup(device)
+        fn()  # compiles and allocates, as the first call did before timing
+        samples = result.entry["metrics"]["time"]["samples"]
+        per_call = sorted(samples)[len(samples) // 2]
+        _secondary_passes(
+            fn=fn,
+            instance=instance,
+            device=device,
+            settings=settings,
+            per_call=per_call,
+            result=result,
+            compiled=None,
+            passes="profiler",
+        )
+    except Exception as exc:
+        result.warnings.append(
+            f"{instance.key}: kernel_launches and profile not measured: setting it up again "
+            f"failed: {one_line(exc)}"
+        )
+    finally:
+        fn = None
+        _release(device, flags_before, result)
 
 
 def _release(device: Any, flags_before: BackendFlags, result: InstanceResult) -> None:
@@ -559,6 +618,11 @@ def run_instances(
     go to the reporter. Raises DeviceContextLostError after the instance whose error left the CUDA
     context unusable (its result was passed to `on_result`; later ones were not measured)."""
     results: dict[str, InstanceResult] = {}
+    # Sequential CUDA rounds time every instance before any profiler attaches (see
+    # run_profiler_passes); interleaved rounds already sample everything first.
+    deferred = is_cuda(device) and not settings.interleave
+    if deferred:
+        settings = replace(settings, defer_profiler=True)
     if settings.interleave:
         measured: Iterable[tuple[BenchmarkInstance, InstanceResult]] = measure_interleaved(
             instances, device=device, settings=settings, reporter=reporter, round_index=round_index
@@ -577,16 +641,29 @@ def run_instances(
             )
             for instance in instances
         )
-    for instance, result in measured:
+
+    def deliver(instance: BenchmarkInstance, result: InstanceResult) -> None:
         for warning in result.warnings:
             reporter.warning(warning)
         results[instance.key] = result
         if on_result is not None:
             on_result(instance, result)
+
+    timed: list[tuple[BenchmarkInstance, InstanceResult]] = []
+    for instance, result in measured:
+        if not deferred:
+            deliver(instance, result)
+        else:
+            timed.append((instance, result))
         if result.device_lost is not None:
+            for earlier, earlier_result in timed:
+                deliver(earlier, earlier_result)
             # Every later instance in this process would fail too: the caller continues in a
             # fresh process.
             raise DeviceContextLostError(instance.key, result.device_lost, done=dict(results))
+    for instance, result in timed:
+        run_profiler_passes(instance, result, device=device, settings=settings)
+        deliver(instance, result)
     return results
 
 
