@@ -409,3 +409,51 @@ def test_on_cuda_the_profiler_attaches_only_after_every_instance_was_timed(monke
     for result in results.values():
         assert result.entry["metrics"]["kernel_launches"]["value"] == 1
         assert "peak_memory" in result.entry["metrics"]
+
+
+def test_cold_cache_timing_flushes_before_each_call_and_times_calls_alone(monkeypatch):
+    from perfgate.harness.timing import CudaColdCacheTimer
+
+    fake = install(monkeypatch, launch_s=1e-7, record_s=1e-7)  # device-bound
+    cache = {"warm": False}
+
+    def flush():  # 50 µs of memset over twice the L2
+        fake.launch(50e-6, name="flush")
+        cache["warm"] = False
+
+    def call():  # 10 µs from DRAM, 2 µs with its inputs in L2
+        fake.launch(2e-6 if cache["warm"] else 10e-6)
+        cache["warm"] = True
+
+    hot = _timer(fake).time_block(call, 10)
+    assert hot == pytest.approx(10e-6 + 9 * 2e-6, rel=0.05)
+    cold = CudaColdCacheTimer(
+        event_factory=lambda: fake.Event(enable_timing=True),
+        synchronize=fake.synchronize,
+        flush=flush,
+        clock=fake.clock,
+    )
+    block = cold.time_block(call, 10)
+    # Every call from DRAM, and none of the flushes' 500 µs in the time.
+    assert block == pytest.approx(10 * 10e-6, rel=0.05)
+    assert fake.kernels.count("flush") == 10
+    assert cold.method == "cuda_events_cold_l2"
+
+
+def test_cold_cache_is_recorded_in_the_entry(monkeypatch, tmp_path):
+    from perfgate.harness import timing
+
+    fake = install(monkeypatch)
+    monkeypatch.setattr(timing, "make_l2_flush", lambda device: lambda: fake.launch(5e-5))
+    instances = _cuda_instances(
+        tmp_path,
+        """
+        @perfgate.benchmark
+        def k():
+            cuda = torch.cuda
+            return lambda: cuda.launch(1e-5)
+        """,
+    )
+    result = _measure(instances["k"], cold_cache=True)
+    assert result.entry["metrics"]["time"]["method"] == "cuda_events_cold_l2"
+    _entry_document(result.entry)

@@ -62,6 +62,8 @@ class MeasureSettings:
     #: Leave the passes that attach the profiler (kernel_launches, profile) to
     #: `run_profiler_passes`, after every instance of the round was timed (sequential CUDA).
     defer_profiler: bool = False
+    #: CUDA: flush L2 before each call and time each call alone (default: hot cache).
+    cold_cache: bool = False
 
 
 @dataclass
@@ -210,7 +212,9 @@ def _start(
         _refuse_instrumented_timing()
         sampler = warm_up(
             fn,
-            make_timer(device, device_timing=settings.device_timing),
+            make_timer(
+                device, device_timing=settings.device_timing, cold_cache=settings.cold_cache
+            ),
             sampling_config(instance, settings),
             after_first_call=watch.after_first_call,
         )

@@ -242,6 +242,7 @@ def _spawn_worker(
             "max_time": settings.max_time,
             "interleave": settings.interleave,
             "device_timing": settings.device_timing,
+            "cold_cache": settings.cold_cache,
             "profile": profile,
             "trace_dir": str(settings.trace_dir) if settings.trace_dir else None,
             "round_index": round_index,

@@ -46,6 +46,7 @@ def run_benchmarks(
     isolate: bool = False,
     interleave: bool | None = None,
     device_timing: str = "events",
+    cold_cache: bool = False,
     reporter: RunReporter | None = None,
     github: GitHubContext | None = None,
     cwd: Path | None = None,
@@ -62,7 +63,9 @@ def run_benchmarks(
     samples the instances of a round in slices, round-robin (`measure_interleaved`); None means
     on CPU only (on CUDA every setup alive at once could exhaust device memory).
     `device_timing` (CUDA) is "events" (time from an idle device: launching and running) or
-    "queued" (the device's work alone, see `perfgate.harness.timing`). Raises UsageError for bad
+    "queued" (the device's work alone, see `perfgate.harness.timing`); `cold_cache` (CUDA)
+    flushes L2 before each call and times each call alone (the default is hot-cache timing,
+    back-to-back calls). Raises UsageError for bad
     options, a missing commit or an empty selection.
     """
     if rounds < 1:
@@ -109,6 +112,7 @@ def run_benchmarks(
         trace_dir=_anchor(trace_dir, base) if trace_dir else None,
         interleave=interleave,
         device_timing=device_timing,
+        cold_cache=cold_cache,
     )
     reporter.run_started(instances=len(selection.instances), rounds=rounds)
     try:

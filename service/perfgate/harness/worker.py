@@ -102,6 +102,7 @@ def run_request(request: dict[str, Any], events: TextIO) -> int:
         max_time=request.get("max_time"),
         interleave=bool(request.get("interleave", False)),
         device_timing=str(request.get("device_timing", "events")),
+        cold_cache=bool(request.get("cold_cache", False)),
         profile=bool(request["profile"]),
         trace_dir=Path(trace_dir) if trace_dir else None,
     )
