@@ -298,3 +298,57 @@ class RecordedProfile:
         events = EventList(self._events, use_device="cuda")
         events._build_tree()
         return events
+
+
+class FakeNvml:
+    """A stand-in for the `pynvml` module: one GPU whose clock and throttle reasons a test sets."""
+
+    NVML_CLOCK_SM = 1
+
+    def __init__(self, uuid: str = "GPU-00000000-fake") -> None:
+        self.uuid = uuid
+        self.sm_clock = 1980
+        self.reasons = 0
+        self.samples = 0
+
+    def nvmlInit(self) -> None:  # noqa: N802
+        return None
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> str:  # noqa: N802
+        if uuid != self.uuid:
+            raise RuntimeError("NVML_ERROR_NOT_FOUND")
+        return "handle"
+
+    def nvmlDeviceGetClockInfo(self, handle: str, clock: int) -> int:  # noqa: N802
+        self.samples += 1
+        return self.sm_clock
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: str) -> int:  # noqa: N802
+        return self.reasons
+
+    def nvmlDeviceGetMaxClockInfo(self, handle: str, clock: int) -> int:  # noqa: N802
+        return 1980
+
+    def nvmlDeviceGetApplicationsClock(self, handle: str, clock: int) -> int:  # noqa: N802
+        raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: str) -> int:  # noqa: N802
+        return 700_000
+
+    def nvmlDeviceGetMigMode(self, handle: str) -> list[int]:  # noqa: N802
+        return [0, 0]
+
+    def nvmlDeviceGetCurrentEccMode(self, handle: str) -> int:  # noqa: N802
+        return 1
+
+
+def install_nvml(monkeypatch: Any) -> FakeNvml:
+    """Make `import pynvml` find a FakeNvml for one test."""
+    import sys
+
+    from perfgate.harness import gpu_state
+
+    fake = FakeNvml()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(gpu_state, "_opened", {})
+    return fake

@@ -147,10 +147,11 @@ def _measure(instance, **settings):
     from perfgate.report.progress import NullReporter
 
     settings.setdefault("profile", False)
+    settings.setdefault("max_time", 0.2)
     return measure_instance(
         instance,
         device=torch.device("cuda:0"),
-        settings=MeasureSettings(max_time=0.2, **settings),
+        settings=MeasureSettings(**settings),
         reporter=NullReporter(),
     )
 
@@ -457,3 +458,67 @@ def test_cold_cache_is_recorded_in_the_entry(monkeypatch, tmp_path):
     result = _measure(instances["k"], cold_cache=True)
     assert result.entry["metrics"]["time"]["method"] == "cuda_events_cold_l2"
     _entry_document(result.entry)
+
+
+def test_throttled_samples_are_flagged_from_nvml(monkeypatch, tmp_path):
+    from fake_cuda import install_nvml
+
+    fake = install(monkeypatch)
+    nvml = install_nvml(monkeypatch)
+    instances = _cuda_instances(
+        tmp_path,
+        """
+        @perfgate.benchmark
+        def k():
+            cuda = torch.cuda
+            return lambda: cuda.launch(1e-5)
+        """,
+    )
+    calls = {"n": 0}
+    original = fake.launch
+
+    def launch(seconds, name="kernel", stream=None):
+        calls["n"] += 1
+        # Power capping (0x4) from some point on, while samples are taken.
+        nvml.reasons = 0x4 if calls["n"] > 3000 else 0x1
+        original(seconds, name, stream)
+
+    fake.launch = launch
+    result = _measure(instances["k"], max_time=0.3)
+    time = result.entry["metrics"]["time"]
+    assert nvml.samples >= len(time["samples"])
+    assert "samples taken while the GPU throttled" in time["note"]
+    assert any("throttled" in w for w in result.warnings)
+
+
+def test_an_idle_reason_is_not_throttling_and_no_nvml_means_no_readings(monkeypatch):
+    from fake_cuda import install_nvml
+
+    from perfgate.harness.gpu_state import open_device
+
+    install(monkeypatch)
+    nvml = install_nvml(monkeypatch)
+    nvml.reasons = 0x1 | 0x2  # idle, application clocks set: not throttling
+    assert open_device("cuda:0").sample() == {"sm_clock_mhz": 1980.0, "throttled": 0.0}
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", None)  # not installed
+    monkeypatch.setattr("perfgate.harness.gpu_state._opened", {})
+    assert open_device("cuda:0") is None
+
+
+def test_the_fingerprint_describes_only_the_measured_gpu(monkeypatch):
+    from fake_cuda import install_nvml
+
+    from perfgate.harness.environment import collect_environment, fingerprint
+
+    install(monkeypatch, devices=2)
+    install_nvml(monkeypatch)
+    env = collect_environment(torch.device("cuda:0"))
+    assert env["devices"] == ["Fake GPU"]  # one, though two are visible
+    (gpu,) = env["gpus"]
+    assert gpu["power_limit_w"] == 700.0 and gpu["mig_mode"] == 0 and gpu["ecc"] == 1
+    assert gpu["max_sm_clock_mhz"] == 1980 and gpu["application_sm_clock_mhz"] is None
+    assert env["gpu_uuid"] == "GPU-00000000-fake"
+    # The UUID names one physical GPU: identical runners still share a fingerprint.
+    assert fingerprint({**env, "gpu_uuid": "GPU-other"}) == env["fingerprint"]
+    lower = {**env, "gpus": [{**gpu, "power_limit_w": 500.0}]}
+    assert fingerprint(lower) != env["fingerprint"]

@@ -29,6 +29,7 @@ from perfgate.harness.counters import (
 from perfgate.harness.device_errors import DeviceContextLostError, context_lost
 from perfgate.harness.devices import is_cuda
 from perfgate.harness.discovery import one_line
+from perfgate.harness.gpu_state import MonitoredTimer, open_device
 from perfgate.harness.memory import measure_peak_memory
 from perfgate.harness.profiling import active_calls, profile_callable, trace_file_name
 from perfgate.harness.sampling import (
@@ -210,11 +211,15 @@ def _start(
         flags = read_backend_flags()
         watch.after_setup()
         _refuse_instrumented_timing()
+        timer = make_timer(
+            device, device_timing=settings.device_timing, cold_cache=settings.cold_cache
+        )
+        gpu = open_device(device) if is_cuda(device) else None
+        if gpu is not None:
+            timer = MonitoredTimer(timer, gpu)
         sampler = warm_up(
             fn,
-            make_timer(
-                device, device_timing=settings.device_timing, cold_cache=settings.cold_cache
-            ),
+            timer,
             sampling_config(instance, settings),
             after_first_call=watch.after_first_call,
         )
