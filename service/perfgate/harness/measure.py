@@ -666,6 +666,11 @@ def run_instances(
             timed.append((instance, result))
         if result.device_lost is not None:
             for earlier, earlier_result in timed:
+                if earlier_result is not result and earlier_result.error is None:
+                    earlier_result.warnings.append(
+                        f"{earlier.key}: kernel_launches and profile not measured: the CUDA "
+                        f"context was lost by {instance.key} before their pass"
+                    )
                 deliver(earlier, earlier_result)
             # Every later instance in this process would fail too: the caller continues in a
             # fresh process.
