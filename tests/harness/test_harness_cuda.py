@@ -359,7 +359,7 @@ def test_in_process_the_rest_goes_to_a_worker_after_a_lost_context(monkeypatch, 
 
 
 def test_on_cuda_the_profiler_attaches_only_after_every_instance_was_timed(monkeypatch, tmp_path):
-    from perfgate.harness import measure
+    from perfgate.harness import passes
     from perfgate.harness.counters import KernelCount
     from perfgate.harness.measure import MeasureSettings, run_instances
     from perfgate.harness.profiling import ProfileResult
@@ -375,8 +375,8 @@ def test_on_cuda_the_profiler_attaches_only_after_every_instance_was_timed(monke
         log.append("profile")
         return ProfileResult(ops=[], trace=None)
 
-    monkeypatch.setattr(measure, "count_kernel_launches", count)
-    monkeypatch.setattr(measure, "profile_callable", profile)
+    monkeypatch.setattr(passes, "count_kernel_launches", count)
+    monkeypatch.setattr(passes, "profile_callable", profile)
 
     class Log(NullRecorder):
         def instance_finished(self, progress):

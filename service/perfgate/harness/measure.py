@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import time
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,18 +19,12 @@ from perfgate.harness.backend_flags import (
 from perfgate.harness.counters import (
     CompileMetrics,
     CompileWatch,
-    count_flops,
-    count_kernel_launches,
-    count_ops,
-    flops_note,
-    uncounted_flop_ops,
 )
 from perfgate.harness.device_errors import DeviceContextLostError, context_lost
 from perfgate.harness.devices import is_cuda
 from perfgate.harness.discovery import one_line
 from perfgate.harness.gpu_state import MonitoredTimer, open_device
-from perfgate.harness.memory import measure_peak_memory
-from perfgate.harness.profiling import active_calls, profile_callable, trace_file_name
+from perfgate.harness.passes import secondary_passes
 from perfgate.harness.sampling import (
     Progress,
     Sampler,
@@ -39,7 +32,7 @@ from perfgate.harness.sampling import (
     sample_interleaved,
     warm_up,
 )
-from perfgate.harness.timing import make_synchronize, make_timer
+from perfgate.harness.timing import make_timer
 from perfgate.harness.timing_findings import timing_findings
 from perfgate.report.progress import InstanceProgress, RunReporter
 
@@ -105,18 +98,6 @@ def sampling_config(instance: BenchmarkInstance, settings: MeasureSettings) -> S
         max_time=settings.max_time or spec.max_time or defaults.max_time,
         warmup_calls=spec.warmup or 0,
     )
-
-
-def _exact(unit: str, value: int, note: str | None = None) -> dict[str, Any]:
-    metric: dict[str, Any] = {
-        "unit": unit,
-        "direction": "lower",
-        "value": int(value),
-        "exact": True,
-    }
-    if note:
-        metric["note"] = note
-    return metric
 
 
 class _Throttled:
@@ -301,7 +282,7 @@ def _finish(
     compiled = started.compiled or started.watch.finish(
         setup_s=started.setup_s, first_call_s=timing.first_call, per_call_s=per_call
     )
-    _secondary_passes(
+    secondary_passes(
         fn=started.fn,
         instance=started.instance,
         device=device,
@@ -446,117 +427,6 @@ def _ci_rel(samples: list[float]) -> float | None:
     return relative_ci(sorted(samples))
 
 
-def _secondary_passes(
-    *,
-    fn: Callable[[], object],
-    instance: BenchmarkInstance,
-    device: Any,
-    settings: MeasureSettings,
-    per_call: float,
-    result: InstanceResult,
-    compiled: Any,
-    passes: str = "all",
-) -> None:
-    """Memory, exact counters and the profile: each may fail alone without losing the timing.
-
-    `passes`: "all"; "early" (all but those that attach the profiler); "profiler" (only those).
-    """
-    metrics = result.entry["metrics"]
-    key = instance.key
-    on_device = is_cuda(device)
-    synchronize = make_synchronize(device)
-
-    def attempt(what: str, action: Callable[[], None]) -> None:
-        try:
-            # Warnings raised here come from perfgate's instrumentation (FlopCounterMode's module
-            # hooks warn on torch.compile'd modules); the benchmark's own showed during timing.
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                action()
-        except Exception as exc:
-            result.warnings.append(f"{key}: {what} not measured: {one_line(exc)}")
-
-    def memory() -> None:
-        peak = measure_peak_memory(fn, device)
-        if peak.value is None:
-            result.warnings.append(f"{key}: peak_memory not measured: {peak.reason}")
-            return
-        metrics["peak_memory"] = {
-            "unit": "B",
-            "direction": "lower",
-            "value": peak.value,
-            "method": peak.method,
-        }
-        if peak.reserved is not None:
-            metrics["peak_memory_reserved"] = {
-                "unit": "B",
-                "direction": "lower",
-                "value": peak.reserved,
-                "method": "cuda_reserved",
-            }
-
-    op_names: list[str] = []
-
-    def ops() -> None:
-        counted = count_ops(fn)
-        op_names.extend(counted.by_op)
-        metrics["op_count"] = _exact("op", counted.total)
-
-    def flops() -> None:
-        total = count_flops(fn)
-        metrics["flops"] = _exact("flop", total, flops_note(uncounted_flop_ops(op_names)))
-
-    def kernels() -> None:
-        counted = count_kernel_launches(fn, synchronize)
-        if counted.per_call is None:
-            result.warnings.append(f"{key}: kernel_launches not measured: {counted.reason}")
-            return
-        metrics["kernel_launches"] = _exact("kernel", counted.per_call, counted.note())
-        # Rounds and runs that chose other kernels (autotuning, cudnn.benchmark) differ here.
-        metrics["kernel_launches"]["method"] = counted.digest()
-        if not counted.consistent:
-            result.warnings.append(f"{key}: kernel launches differ between calls; rounded")
-
-    def profile() -> None:
-        trace = None
-        if settings.trace_dir is not None:
-            trace = settings.trace_dir / trace_file_name(key)
-        profiled = profile_callable(
-            fn,
-            on_device=on_device,
-            synchronize=synchronize,
-            active=active_calls(per_call),
-            trace_path=trace,
-        )
-        result.entry["profile"] = {"ops": profiled.ops, "trace": profiled.trace}
-
-    if passes == "profiler":
-        if on_device:
-            attempt("kernel_launches", kernels)
-        if settings.profile:
-            attempt("profile", profile)
-        return
-    if compiled is not None:
-        metrics["compile_time"] = {
-            "unit": "s",
-            "direction": "lower",
-            "value": compiled.compile_time,
-        }
-        if compiled.compile_note:
-            metrics["compile_time"]["note"] = compiled.compile_note
-        metrics["graph_breaks"] = _exact("break", compiled.graph_breaks)
-        metrics["recompiles"] = _exact("recompile", compiled.recompiles)
-    attempt("peak_memory", memory)
-    attempt("op_count", ops)
-    attempt("flops", flops)
-    if passes == "early":
-        return
-    if on_device:
-        attempt("kernel_launches", kernels)
-    if settings.profile:
-        attempt("profile", profile)
-
-
 def run_profiler_passes(
     instance: BenchmarkInstance, result: InstanceResult, *, device: Any, settings: MeasureSettings
 ) -> None:
@@ -580,7 +450,7 @@ def run_profiler_passes(
         fn()  # compiles and allocates, as the first call did before timing
         samples = result.entry["metrics"]["time"]["samples"]
         per_call = sorted(samples)[len(samples) // 2]
-        _secondary_passes(
+        secondary_passes(
             fn=fn,
             instance=instance,
             device=device,
