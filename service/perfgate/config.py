@@ -150,6 +150,22 @@ def environment_set(**values: str) -> Iterator[None]:
                 os.environ[name] = old
 
 
+# Read by CUDA, cuBLAS and torch's allocator at start-up: they change kernels, precision and
+# memory behaviour, so the harness records them with the environment (unset: None).
+CUDA_BEHAVIOUR_VARIABLES = (
+    "NVIDIA_TF32_OVERRIDE",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "CUDA_LAUNCH_BLOCKING",
+)
+
+
+def cuda_behaviour_variables(environ: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """The CUDA_BEHAVIOUR_VARIABLES as set in the environment."""
+    env = os.environ if environ is None else environ
+    return {name: env.get(name) for name in CUDA_BEHAVIOUR_VARIABLES}
+
+
 def running_in_ci(environ: Mapping[str, str] | None = None) -> bool:
     """True under a CI service (they all set CI), where progress bars turn into plain lines."""
     env = os.environ if environ is None else environ

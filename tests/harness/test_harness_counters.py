@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -14,7 +13,6 @@ from perfgate.harness.counters import (  # noqa: E402
     count_flops,
     count_ops,
     flops_note,
-    kernel_count,
     uncounted_flop_ops,
 )
 from perfgate.harness.memory import measure_rss_peak  # noqa: E402
@@ -56,17 +54,22 @@ def test_cpu_sdpa_gets_a_note_about_missing_flops():
     assert flops_note(uncounted_flop_ops(["aten.mm", "aten.add"])) is None
 
 
-def test_kernel_count_uses_device_rows_and_skips_copies():
-    cuda = SimpleNamespace(name="CUDA")
-    cpu = SimpleNamespace(name="CPU")
-    rows = [
-        SimpleNamespace(key="aten::mm", device_type=cpu, count=3),
-        SimpleNamespace(key="sm90_gemm_kernel", device_type=cuda, count=3),
-        SimpleNamespace(key="vectorized_elementwise_kernel", device_type=cuda, count=6),
-        SimpleNamespace(key="Memcpy HtoD (Pageable -> Device)", device_type=cuda, count=3),
-        SimpleNamespace(key="Memset (Device)", device_type=cuda, count=1),
-    ]
-    assert kernel_count(rows) == 9
+def test_kernel_names_skip_copies_and_host_rows():
+    from fake_cuda import RecordedProfile
+
+    from perfgate.harness.profile_events import kernel_names
+
+    rec = RecordedProfile()
+    mm = rec.op("aten::mm", 0, 10)
+    rec.kernel("sm90_gemm_kernel", 1, 5, linked=mm)
+    rec.kernel("vectorized_elementwise_kernel", 5, 6, linked=mm)
+    rec.kernel("vectorized_elementwise_kernel", 6, 7, linked=mm)
+    rec.kernel("Memcpy HtoD (Pageable -> Device)", 7, 8, linked=mm)
+    rec.kernel("Memset (Device)", 8, 9, linked=mm)
+    assert kernel_names(rec.events()) == {
+        "sm90_gemm_kernel": 1,
+        "vectorized_elementwise_kernel": 2,
+    }
 
 
 def test_compile_metrics_for_a_compiled_callable():

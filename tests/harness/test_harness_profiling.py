@@ -9,6 +9,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from fake_cuda import RecordedProfile  # noqa: E402
+
+from perfgate.harness.profile_events import HARNESS_MARK  # noqa: E402
 from perfgate.harness.profiling import (  # noqa: E402
     active_calls,
     aggregate,
@@ -44,40 +47,67 @@ def test_device_time_falls_back_to_the_pre_2_4_name():
     assert self_device_time_us(SimpleNamespace()) == 0.0
 
 
-def _row(key, cpu, *, device=0.0, count=2, flops=0, kind="CPU"):
-    return SimpleNamespace(
-        key=key,
-        count=count,
-        self_cpu_time_total=cpu,
-        self_device_time_total=device,
-        flops=flops,
-        device_type=SimpleNamespace(name=kind),
-    )
+def _ops(times, *, calls=2, device=None):
+    """`calls` profiled calls of host ops `name -> self cpu µs` (and linked kernels' µs)."""
+    rec = RecordedProfile()
+    t = 0.0
+    for _ in range(calls):
+        for name, cpu in times.items():
+            op = rec.op(name, t, t + cpu)
+            if device and name in device:
+                rec.kernel(f"{name}_kernel", t, t + device[name], linked=op)
+            t += cpu + 1
+    return rec.events()
 
 
 def test_aggregate_keeps_top_20_and_every_op_over_one_percent():
-    rows = [_row(f"op{i:02d}", cpu=1000.0 - i) for i in range(25)]
-    rows.append(_row("ProfilerStep#3", cpu=99999.0))
-    rows.append(_row("some_cuda_kernel", cpu=0.0, device=500.0, kind="CUDA"))
-    out = aggregate(rows, calls=2, on_device=False)
+    events = _ops({f"op{i:02d}": 1000.0 - i for i in range(25)})
+    out = aggregate(events, calls=2, on_device=False)
     # 25 ops of ~4% each: all above 1%, so all kept even past the top 20.
     assert len(out) == 25
     assert out[0] == {
         "op": "op00",
         "count": 1.0,
-        "self_cpu_us": 500.0,
+        "self_cpu_us": 1000.0,
         "self_device_us": 0.0,
         "flops": 0.0,
     }
-    tiny = [_row("big", cpu=1e6)] + [_row(f"t{i:02d}", cpu=1.0) for i in range(30)]
+    tiny = _ops({"big": 1e6, **{f"t{i:02d}": 1.0 for i in range(30)}}, calls=1)
     kept = aggregate(tiny, calls=1, on_device=False)
     assert len(kept) == 20
     assert kept[0]["op"] == "big"
 
 
-def test_aggregate_sorts_by_device_time_on_gpu():
-    rows = [_row("cpu_heavy", cpu=100.0, device=1.0), _row("gpu_heavy", cpu=1.0, device=100.0)]
-    assert [r["op"] for r in aggregate(rows, calls=1, on_device=True)] == ["gpu_heavy", "cpu_heavy"]
+def test_aggregate_sorts_by_device_time_on_gpu_without_counting_kernels_twice():
+    events = _ops(
+        {"cpu_heavy": 100.0, "gpu_heavy": 1.0}, calls=1, device={"cpu_heavy": 1, "gpu_heavy": 90}
+    )
+    out = aggregate(events, calls=1, on_device=True)
+    assert [r["op"] for r in out] == ["gpu_heavy", "cpu_heavy"]
+    assert out[0]["self_device_us"] == 90  # the linked kernel is in its op's row, not its own
+
+
+def test_a_kernel_no_op_launched_keeps_its_time_and_the_harness_sync_is_hidden():
+    # A Triton kernel launched straight from Python (300 µs, linked to no op) next to an
+    # aten::mm (100 µs); the code's own synchronize stays, the harness's goes.
+    rec = RecordedProfile()
+    mm = rec.op("aten::mm", 0, 10)
+    rec.runtime("cudaLaunchKernel", 1, 4, linked=mm)
+    rec.kernel("sm90_gemm", 5, 105, linked=mm)
+    rec.runtime("cuLaunchKernel", 11, 14)
+    rec.kernel("triton_poi_fused_add_0", 105, 405)
+    rec.runtime("cudaDeviceSynchronize", 20, 410)
+    step = rec.op("ProfilerStep#2", 0, 500)
+    mark = rec.op(HARNESS_MARK, 420, 440, annotation=True)
+    rec.runtime("cudaDeviceSynchronize", 421, 439, linked=mark)
+    rows = {r["op"]: r for r in aggregate(rec.events(), calls=1, on_device=True)}
+    assert step.name not in rows and HARNESS_MARK not in rows
+    assert rows["triton_poi_fused_add_0"]["self_device_us"] == 300
+    assert rows["aten::mm"]["self_device_us"] == 100
+    assert "sm90_gemm" not in rows
+    assert sum(r["self_device_us"] for r in rows.values()) == 400
+    assert rows["cudaDeviceSynchronize"]["count"] == 1  # the code's own, not the harness's
+    assert rows["cudaDeviceSynchronize"]["self_cpu_us"] == 390
 
 
 def test_trace_file_names_are_safe_and_distinct():

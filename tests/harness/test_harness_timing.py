@@ -258,6 +258,9 @@ class FakeEvent:
         self.log.append("record")
         self.stamp = self.clock.now
 
+    def query(self):
+        return True
+
     def synchronize(self):
         self.log.append("event_sync")
 
@@ -280,8 +283,9 @@ def test_cuda_event_timer_with_fake_events():
     timer = CudaEventTimer(event_factory=factory, synchronize=lambda: FakeEvent.log.append("sync"))
     elapsed = timer.time_block(work, 4)
     assert elapsed == pytest.approx(1e-3)
-    # Drain the device, stamp, run, stamp, wait for the end stamp: in that order.
-    assert FakeEvent.log == ["sync", "record", "record", "event_sync"]
+    # Drain the device, stamp, run, stamp, wait for the end stamp, then a device-wide
+    # synchronize (it measures work left on other streams): in that order.
+    assert FakeEvent.log == ["sync", "record", "record", "event_sync", "sync"]
     timer.time_block(work, 1)
     assert len(made) == 2  # the pair is reused
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from perfgate.harness.profile_events import HARNESS_MARK, host_launches, kernel_names
 
 # Op families that do real arithmetic; one of these without a FlopCounterMode formula means the
 # flop count is missing work (CPU SDPA kernels are the common case).
@@ -82,43 +85,128 @@ def flops_note(missing: list[str]) -> str | None:
     )
 
 
-def _device_type_name(row: Any) -> str:
-    kind = getattr(row, "device_type", None)
-    return str(getattr(kind, "name", kind))
+@dataclass(frozen=True)
+class KernelCount:
+    """Kernels per call from profiled calls; `per_call` is None when a count of 0 cannot be
+    trusted (`reason` says why)."""
+
+    per_call: int | None
+    #: False when the total over the profiled calls was not a multiple of the calls.
+    consistent: bool
+    #: Kernels over all profiled calls, by name.
+    names: Counter[str]
+    calls: int
+    reason: str | None = None
+
+    def note(self) -> str:
+        """The kernels per call by name, one a line (how rounds are compared)."""
+        lines = [
+            f"  {count / self.calls:g} x {name}"
+            for name, count in sorted(self.names.items(), key=lambda item: (-item[1], item[0]))
+        ]
+        return "\n".join(["kernels per call:", *lines])
+
+    def digest(self) -> str:
+        """A short hash of the set of kernel names: equal when the same kernels were chosen."""
+        text = "\n".join(sorted(self.names))
+        return "kernels:" + hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
-def kernel_count(rows: Iterable[Any]) -> int:
-    """Kernels among profiler rows: device-side events that are not memcpy/memset copies."""
-    total = 0
-    for row in rows:
-        if _device_type_name(row) != "CUDA":
-            continue
-        name = str(getattr(row, "key", getattr(row, "name", "")))
-        if name.startswith(("Memcpy", "Memset")):
-            continue
-        total += int(getattr(row, "count", 1))
-    return total
+def summarize_kernels(events: Sequence[Any], *, calls: int, device_ops: int) -> KernelCount:
+    """Kernels per call from profiler events of `calls` calls.
+
+    `record_function` annotations are mirrored on the device and are not kernels; memcpy and
+    memset are not counted. A 0 is refused when the host launched kernels (the profiler saw the
+    launch calls) or `device_ops` aten ops ran on device tensors: the profiler lost the device
+    side (CUPTI not attached yet, or its buffers dropped), and a false 0 would gate a PR.
+    """
+    names = kernel_names(events)
+    total = sum(names.values())
+    if total == 0:
+        launches = host_launches(events)
+        if launches or device_ops:
+            what = f"{launches} kernel launch calls" if launches else f"{device_ops} device ops"
+            return KernelCount(
+                None,
+                True,
+                names,
+                calls,
+                reason=f"the profiler recorded no kernels while {what} ran (events lost)",
+            )
+    return KernelCount(round(total / calls), total % calls == 0, names, calls)
 
 
-def count_kernel_launches(
-    fn: Callable[[], object], synchronize: Callable[[], None], calls: int = 3
-) -> tuple[int, bool]:
-    """Kernels per call over `calls` profiled calls; the flag is False when calls disagreed."""
-    from torch.profiler import ProfilerActivity, profile
+def record_events(
+    fn: Callable[[], object], synchronize: Callable[[], None], calls: int
+) -> list[Any]:
+    """Profiler events (host and CUDA) of `calls` calls; the harness's synchronize is marked."""
+    from torch.profiler import ProfilerActivity, profile, record_function
 
     from perfgate.harness.profiling import quiet_profiler_chatter
 
-    fn()
-    synchronize()
     with (
         quiet_profiler_chatter(),
         profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof,
     ):
         for _ in range(calls):
             fn()
-        synchronize()
-    total = kernel_count(prof.key_averages())
-    return round(total / calls), total % calls == 0
+        with record_function(HARNESS_MARK):
+            synchronize()
+    return list(prof.events())
+
+
+def count_device_ops(fn: Callable[[], object], device_type: str = "cuda") -> int:
+    """aten ops of one call that touch a tensor on `device_type`, views left out (they launch
+    nothing)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    seen = 0
+
+    class _Watching(TorchDispatchMode):  # type: ignore[no-untyped-call]
+        def __torch_dispatch__(
+            self,
+            func: Any,
+            types: Any,
+            args: tuple[Any, ...] = (),
+            kwargs: dict[str, Any] | None = None,
+        ) -> Any:
+            nonlocal seen
+            kwargs = kwargs or {}
+            if not func.is_view and any(
+                isinstance(x, torch.Tensor) and x.device.type == device_type
+                for x in tree_leaves((args, kwargs))
+            ):
+                seen += 1
+            return func(*args, **kwargs)
+
+    with _Watching():  # type: ignore[no-untyped-call]
+        fn()
+    return seen
+
+
+def count_kernel_launches(
+    fn: Callable[[], object],
+    synchronize: Callable[[], None],
+    calls: int = 3,
+    *,
+    record: Callable[[Callable[[], object], Callable[[], None], int], list[Any]] = record_events,
+    device_ops: Callable[[Callable[[], object]], int] = count_device_ops,
+) -> KernelCount:
+    """Kernels per call over `calls` profiled calls, after one warm-up profiling session.
+
+    The first profiling session of a process attaches CUPTI and can miss the first kernels; its
+    events are thrown away.
+    """
+    fn()
+    synchronize()
+    record(fn, synchronize, 1)
+    events = record(fn, synchronize, calls)
+    ops = 0
+    if not kernel_names(events) and not host_launches(events):
+        ops = device_ops(fn)
+    return summarize_kernels(events, calls=calls, device_ops=ops)
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from perfgate.config import cuda_behaviour_variables
+from perfgate.harness.backend_flags import read_backend_flags
+from perfgate.harness.devices import is_cuda
+from perfgate.harness.gpu_state import cuda_uuid, open_device
+
 # Present in the environment but not part of the fingerprint: they change between identical
 # machines (hostname) or describe this run rather than the machine.
-VOLATILE_FIELDS = frozenset({"fingerprint", "hostname"})
+VOLATILE_FIELDS = frozenset({"fingerprint", "hostname", "gpu_uuid"})
 
 
 def fingerprint(environment: Mapping[str, Any]) -> str:
@@ -71,19 +76,20 @@ def _nvidia_driver() -> str | None:
     return lines[0] if lines else None
 
 
-def _gpus(torch: Any) -> list[dict[str, Any]]:
-    gpus = []
-    for index in range(torch.cuda.device_count()):
-        props = torch.cuda.get_device_properties(index)
-        gpus.append(
-            {
-                "name": props.name,
-                "capability": f"{props.major}.{props.minor}",
-                "sm_count": int(props.multi_processor_count),
-                "memory_bytes": int(props.total_memory),
-            }
-        )
-    return gpus
+def _measured_gpu(torch: Any, device: Any) -> dict[str, Any]:
+    """The measured GPU only: other visible GPUs do not change its timings, and listing them
+    would split the fingerprint of identical runners that expose different sets."""
+    props = torch.cuda.get_device_properties(device)
+    gpu: dict[str, Any] = {
+        "name": props.name,
+        "capability": f"{props.major}.{props.minor}",
+        "sm_count": int(props.multi_processor_count),
+        "memory_bytes": int(props.total_memory),
+    }
+    nvml = open_device(device)
+    if nvml is not None:
+        gpu.update(nvml.describe())
+    return gpu
 
 
 def collect_environment(
@@ -101,7 +107,8 @@ def collect_environment(
     torch: Any = importlib.import_module("torch")
 
     cuda = bool(torch.cuda.is_available())
-    gpus = _gpus(torch) if cuda else []
+    on_gpu = cuda and is_cuda(device)
+    gpus = [_measured_gpu(torch, device)] if on_gpu else []
     nccl = None
     if cuda:
         try:
@@ -128,6 +135,8 @@ def collect_environment(
         "device": str(device),
         "devices": [gpu["name"] for gpu in gpus],
         "gpus": gpus,
+        # Recorded, not fingerprinted (like hostname): one physical GPU among identical ones.
+        "gpu_uuid": cuda_uuid(device) if on_gpu else None,
         "driver": _nvidia_driver() if cuda else None,
         "cpu": cpu_model(),
         "cpu_capability": _cpu_capability(torch),
@@ -138,6 +147,9 @@ def collect_environment(
         "torch_interop_threads": int(torch.get_num_interop_threads()),
         "malloc": malloc,
         "sampling": sampling,
+        # Switches that pick kernels and precision, as every instance starts with them.
+        "backend_flags": read_backend_flags(),
+        "cuda_env": cuda_behaviour_variables(),
         "os": f"{platform.system()} {platform.release()}",
         "platform": sys.platform,
         "hostname": socket.gethostname(),

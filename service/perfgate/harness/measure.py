@@ -4,25 +4,27 @@ from __future__ import annotations
 
 import gc
 import time
-import warnings
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from perfgate.harness.api import BenchmarkInstance
+from perfgate.harness.backend_flags import (
+    BackendFlags,
+    describe_changes,
+    read_backend_flags,
+    restore_backend_flags,
+)
 from perfgate.harness.counters import (
     CompileMetrics,
     CompileWatch,
-    count_flops,
-    count_kernel_launches,
-    count_ops,
-    flops_note,
-    uncounted_flop_ops,
 )
+from perfgate.harness.device_errors import DeviceContextLostError, context_lost
+from perfgate.harness.devices import is_cuda
 from perfgate.harness.discovery import one_line
-from perfgate.harness.memory import measure_peak_memory
-from perfgate.harness.profiling import active_calls, profile_callable, trace_file_name
+from perfgate.harness.gpu_state import MonitoredTimer, open_device
+from perfgate.harness.passes import secondary_passes
 from perfgate.harness.sampling import (
     Progress,
     Sampler,
@@ -30,7 +32,8 @@ from perfgate.harness.sampling import (
     sample_interleaved,
     warm_up,
 )
-from perfgate.harness.timing import make_synchronize, make_timer
+from perfgate.harness.timing import make_timer
+from perfgate.harness.timing_findings import timing_findings
 from perfgate.report.progress import InstanceProgress, RunReporter
 
 # Progress updates faster than this only cost time inside the instance's budget.
@@ -47,6 +50,14 @@ class MeasureSettings:
     trace_dir: Path | None = None
     #: Take samples in slices round-robin across instances (`measure_interleaved`).
     interleave: bool = False
+    #: CUDA: "events" (time from an idle device: launching and running) or "queued" (the
+    #: device's work alone, the block queued behind a spin kernel); see `timing.DEVICE_TIMINGS`.
+    device_timing: str = "events"
+    #: Leave the passes that attach the profiler (kernel_launches, profile) to
+    #: `run_profiler_passes`, after every instance of the round was timed (sequential CUDA).
+    defer_profiler: bool = False
+    #: CUDA: flush L2 before each call and time each call alone (default: hot cache).
+    cold_cache: bool = False
 
 
 @dataclass
@@ -55,6 +66,8 @@ class InstanceResult:
 
     entry: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    #: Set when the instance's error left the CUDA context unusable (why).
+    device_lost: str | None = None
 
     @property
     def error(self) -> str | None:
@@ -85,18 +98,6 @@ def sampling_config(instance: BenchmarkInstance, settings: MeasureSettings) -> S
         max_time=settings.max_time or spec.max_time or defaults.max_time,
         warmup_calls=spec.warmup or 0,
     )
-
-
-def _exact(unit: str, value: int, note: str | None = None) -> dict[str, Any]:
-    metric: dict[str, Any] = {
-        "unit": unit,
-        "direction": "lower",
-        "value": int(value),
-        "exact": True,
-    }
-    if note:
-        metric["note"] = note
-    return metric
 
 
 class _Throttled:
@@ -143,7 +144,15 @@ class _Started:
     watch: CompileWatch
     setup_s: float
     items: float | None
+    #: torch backend switches before setup (put back after the instance) and as setup left them
+    #: (in force whenever this instance runs).
+    flags_before: BackendFlags
+    flags: BackendFlags
     compiled: CompileMetrics | None = None
+
+    def own_flags(self) -> None:
+        """Switch to the backend flags this instance's setup chose (interleaved slices)."""
+        restore_backend_flags(self.flags)
 
     def drop_setup(self) -> None:
         """Let go of the callable (and what its closure holds) so memory can be released."""
@@ -173,30 +182,49 @@ def _start(
     # The same inputs in every round and every run: data-dependent kernels time alike.
     torch.manual_seed(0)
     fn: Callable[[], object] | None = None
+    flags_before = read_backend_flags()
     try:
         setup_start = time.perf_counter()
         fn = instance.call_setup(device)
         setup_s = time.perf_counter() - setup_start
         if not callable(fn):
             raise TypeError(f"setup returned {type(fn).__name__}, not a zero-argument callable")
+        flags = read_backend_flags()
         watch.after_setup()
         _refuse_instrumented_timing()
+        timer = make_timer(
+            device, device_timing=settings.device_timing, cold_cache=settings.cold_cache
+        )
+        gpu = open_device(device) if is_cuda(device) else None
+        if gpu is not None:
+            timer = MonitoredTimer(timer, gpu)
         sampler = warm_up(
             fn,
-            make_timer(device),
+            timer,
             sampling_config(instance, settings),
             after_first_call=watch.after_first_call,
         )
         items = instance.item_count()
     except Exception as exc:
         fn = None  # before _release, so what the setup allocated can go
-        return _failed(result, exc, device=device, reporter=reporter, round_index=round_index)
-    started = _Started(instance, result, fn, sampler, watch, setup_s, items)
+        return _failed(
+            result,
+            exc,
+            device=device,
+            reporter=reporter,
+            round_index=round_index,
+            flags_before=flags_before,
+        )
+    started = _Started(
+        instance, result, fn, sampler, watch, setup_s, items, flags_before=flags_before, flags=flags
+    )
     if interleaved:
         # The next instance's compiles would count as this one's: settle its counts now.
         started.compiled = watch.finish(
             setup_s=setup_s, first_call_s=sampler.first_call, per_call_s=sampler.settled
         )
+        # The next setup starts from the run's switches, not from this one's.
+        restore_backend_flags(flags_before)
     return started
 
 
@@ -207,10 +235,13 @@ def _failed(
     device: Any,
     reporter: RunReporter,
     round_index: int,
+    flags_before: BackendFlags,
 ) -> InstanceResult:
     result.entry["error"] = one_line(exc)
     reporter.instance_error(result.entry["key"], result.entry["error"], round_index=round_index)
-    _release(device)
+    result.device_lost = context_lost(device, exc)
+    if result.device_lost is None:
+        _release(device, flags_before, result)
     return result
 
 
@@ -228,6 +259,20 @@ def _finish(
     metrics = result.entry["metrics"]
     per_call = timing.median
     metrics["time"] = {"unit": "s", "direction": "lower", "samples": timing.samples}
+    method = getattr(started.sampler.timer, "method", None)
+    if method:
+        metrics["time"]["method"] = method
+    findings = timing_findings(timing.samples, timing.details, key=started.instance.key)
+    metrics.update(findings.metrics)
+    for note in findings.notes:
+        add_note(metrics["time"], note)
+    result.warnings.extend(findings.warnings)
+    changed = describe_changes(started.flags_before, started.flags)
+    if changed:
+        # Which kernels and precision the instance ran with, where its setup chose them.
+        add_note(metrics["time"], f"backend flags set by setup: {changed}")
+    # Interleaved: another instance's flags may be in force; the passes run under this one's.
+    started.own_flags()
     if started.items is not None:
         metrics["throughput"] = {
             "unit": f"{spec.unit}/s",
@@ -237,7 +282,7 @@ def _finish(
     compiled = started.compiled or started.watch.finish(
         setup_s=started.setup_s, first_call_s=timing.first_call, per_call_s=per_call
     )
-    _secondary_passes(
+    secondary_passes(
         fn=started.fn,
         instance=started.instance,
         device=device,
@@ -245,6 +290,7 @@ def _finish(
         per_call=per_call,
         result=result,
         compiled=compiled,
+        passes="early" if settings.defer_profiler else "all",
     )
     reporter.instance_finished(
         InstanceProgress(
@@ -257,8 +303,13 @@ def _finish(
         )
     )
     started.drop_setup()
-    _release(device)
+    _release(device, started.flags_before, result)
     return result
+
+
+def add_note(metric: dict[str, Any], note: str) -> None:
+    """Append a sentence to a metric's `note` (several findings may concern one metric)."""
+    metric["note"] = f"{metric['note']}; {note}" if metric.get("note") else note
 
 
 def measure_instance(
@@ -287,7 +338,12 @@ def measure_instance(
     except Exception as exc:
         started.drop_setup()
         return _failed(
-            started.result, exc, device=device, reporter=reporter, round_index=round_index
+            started.result,
+            exc,
+            device=device,
+            reporter=reporter,
+            round_index=round_index,
+            flags_before=started.flags_before,
         )
     return _finish(
         started, device=device, settings=settings, reporter=reporter, round_index=round_index
@@ -332,14 +388,24 @@ def measure_interleaved(
     def report_slice(index: int) -> None:
         progress[index](started[index].sampler.progress())
 
-    failures = sample_interleaved([one.sampler for one in started], on_slice=report_slice)
+    def before_slice(index: int) -> None:
+        started[index].own_flags()
+
+    failures = sample_interleaved(
+        [one.sampler for one in started], on_slice=report_slice, before_slice=before_slice
+    )
     for one, failure in zip(started, failures, strict=True):
         if failure is not None:
             one.drop_setup()
             yield (
                 one.instance,
                 _failed(
-                    one.result, failure, device=device, reporter=reporter, round_index=round_index
+                    one.result,
+                    failure,
+                    device=device,
+                    reporter=reporter,
+                    round_index=round_index,
+                    flags_before=one.flags_before,
                 ),
             )
             continue
@@ -361,96 +427,57 @@ def _ci_rel(samples: list[float]) -> float | None:
     return relative_ci(sorted(samples))
 
 
-def _secondary_passes(
-    *,
-    fn: Callable[[], object],
-    instance: BenchmarkInstance,
-    device: Any,
-    settings: MeasureSettings,
-    per_call: float,
-    result: InstanceResult,
-    compiled: Any,
+def run_profiler_passes(
+    instance: BenchmarkInstance, result: InstanceResult, *, device: Any, settings: MeasureSettings
 ) -> None:
-    """Memory, exact counters and the profile: each may fail alone without losing the timing."""
-    metrics = result.entry["metrics"]
-    key = instance.key
-    on_device = getattr(device, "type", "cpu") == "cuda"
-    synchronize = make_synchronize(device)
+    """kernel_launches and the profile of an instance timed earlier, from a fresh setup.
 
-    def attempt(what: str, action: Callable[[], None]) -> None:
-        try:
-            # Warnings raised here come from perfgate's instrumentation (FlopCounterMode's module
-            # hooks warn on torch.compile'd modules); the benchmark's own showed during timing.
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                action()
-        except Exception as exc:
-            result.warnings.append(f"{key}: {what} not measured: {one_line(exc)}")
+    A profiling session leaves CUPTI attached to the process, which can slow every kernel
+    launch after it; so on CUDA these passes run once all instances of the round are timed.
+    The setup is made again (same seed, the run's backend flags) rather than kept alive, so
+    device memory holds one instance at a time, as during timing.
+    """
+    import torch
 
-    def memory() -> None:
-        peak = measure_peak_memory(fn, device)
-        if peak.value is None:
-            result.warnings.append(f"{key}: peak_memory not measured: {peak.reason}")
-            return
-        metrics["peak_memory"] = {
-            "unit": "B",
-            "direction": "lower",
-            "value": peak.value,
-            "method": peak.method,
-        }
-
-    op_names: list[str] = []
-
-    def ops() -> None:
-        counted = count_ops(fn)
-        op_names.extend(counted.by_op)
-        metrics["op_count"] = _exact("op", counted.total)
-
-    def flops() -> None:
-        total = count_flops(fn)
-        metrics["flops"] = _exact("flop", total, flops_note(uncounted_flop_ops(op_names)))
-
-    def kernels() -> None:
-        launches, consistent = count_kernel_launches(fn, synchronize)
-        metrics["kernel_launches"] = _exact("kernel", launches)
-        if not consistent:
-            result.warnings.append(f"{key}: kernel launches differ between calls; rounded")
-
-    def profile() -> None:
-        trace = None
-        if settings.trace_dir is not None:
-            trace = settings.trace_dir / trace_file_name(key)
-        profiled = profile_callable(
-            fn,
-            on_device=on_device,
-            synchronize=synchronize,
-            active=active_calls(per_call),
-            trace_path=trace,
+    if result.error is not None:
+        return
+    CompileWatch().start(reset=True)
+    torch.manual_seed(0)
+    flags_before = read_backend_flags()
+    fn: Callable[[], object] | None = None
+    try:
+        fn = instance.call_setup(device)
+        fn()  # compiles and allocates, as the first call did before timing
+        samples = result.entry["metrics"]["time"]["samples"]
+        per_call = sorted(samples)[len(samples) // 2]
+        secondary_passes(
+            fn=fn,
+            instance=instance,
+            device=device,
+            settings=settings,
+            per_call=per_call,
+            result=result,
+            compiled=None,
+            passes="profiler",
         )
-        result.entry["profile"] = {"ops": profiled.ops, "trace": profiled.trace}
-
-    if compiled is not None:
-        metrics["compile_time"] = {
-            "unit": "s",
-            "direction": "lower",
-            "value": compiled.compile_time,
-        }
-        if compiled.compile_note:
-            metrics["compile_time"]["note"] = compiled.compile_note
-        metrics["graph_breaks"] = _exact("break", compiled.graph_breaks)
-        metrics["recompiles"] = _exact("recompile", compiled.recompiles)
-    attempt("peak_memory", memory)
-    attempt("op_count", ops)
-    attempt("flops", flops)
-    if on_device:
-        attempt("kernel_launches", kernels)
-    if settings.profile:
-        attempt("profile", profile)
+    except Exception as exc:
+        result.warnings.append(
+            f"{instance.key}: kernel_launches and profile not measured: setting it up again "
+            f"failed: {one_line(exc)}"
+        )
+    finally:
+        fn = None
+        _release(device, flags_before, result)
 
 
-def _release(device: Any) -> None:
+def _release(device: Any, flags_before: BackendFlags, result: InstanceResult) -> None:
     gc.collect()
-    if getattr(device, "type", "cpu") == "cuda":
+    try:
+        # A setup's TF32 or cudnn.benchmark must not change the instances after it.
+        restore_backend_flags(flags_before)
+    except RuntimeError as exc:
+        result.warnings.append(f"{result.entry['key']}: {exc}")
+    if is_cuda(device):
         import torch
 
         # Every instance starts from the same allocator state, whatever ran before it.
@@ -467,8 +494,14 @@ def run_instances(
     on_result: Callable[[BenchmarkInstance, InstanceResult], None] | None = None,
 ) -> dict[str, InstanceResult]:
     """Measure instances in this process, interleaved or one after another (settings); warnings
-    go to the reporter."""
+    go to the reporter. Raises DeviceContextLostError after the instance whose error left the CUDA
+    context unusable (its result was passed to `on_result`; later ones were not measured)."""
     results: dict[str, InstanceResult] = {}
+    # Sequential CUDA rounds time every instance before any profiler attaches (see
+    # run_profiler_passes); interleaved rounds already sample everything first.
+    deferred = is_cuda(device) and not settings.interleave
+    if deferred:
+        settings = replace(settings, defer_profiler=True)
     if settings.interleave:
         measured: Iterable[tuple[BenchmarkInstance, InstanceResult]] = measure_interleaved(
             instances, device=device, settings=settings, reporter=reporter, round_index=round_index
@@ -487,12 +520,34 @@ def run_instances(
             )
             for instance in instances
         )
-    for instance, result in measured:
+
+    def deliver(instance: BenchmarkInstance, result: InstanceResult) -> None:
         for warning in result.warnings:
             reporter.warning(warning)
         results[instance.key] = result
         if on_result is not None:
             on_result(instance, result)
+
+    timed: list[tuple[BenchmarkInstance, InstanceResult]] = []
+    for instance, result in measured:
+        if not deferred:
+            deliver(instance, result)
+        else:
+            timed.append((instance, result))
+        if result.device_lost is not None:
+            for earlier, earlier_result in timed:
+                if earlier_result is not result and earlier_result.error is None:
+                    earlier_result.warnings.append(
+                        f"{earlier.key}: kernel_launches and profile not measured: the CUDA "
+                        f"context was lost by {instance.key} before their pass"
+                    )
+                deliver(earlier, earlier_result)
+            # Every later instance in this process would fail too: the caller continues in a
+            # fresh process.
+            raise DeviceContextLostError(instance.key, result.device_lost, done=dict(results))
+    for instance, result in timed:
+        run_profiler_passes(instance, result, device=device, settings=settings)
+        deliver(instance, result)
     return results
 
 

@@ -6,10 +6,13 @@ import ctypes
 import ctypes.util
 import gc
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from perfgate.harness.devices import is_cuda
 
 PROC_SELF = Path("/proc/self")
 # After a reset, VmHWM must sit at VmRSS; this much slack covers pages touched in between.
@@ -26,20 +29,45 @@ class MemoryResult:
     value: int | None
     method: str
     reason: str | None = None
+    #: CUDA only: growth of the caching allocator's reserved memory (what the call needed the
+    #: device to hand over, fragmentation and rounding included).
+    reserved: int | None = None
 
 
 def measure_cuda_peak(fn: Callable[[], object], device: Any) -> MemoryResult:
-    """max_memory_allocated after a reset, minus what was allocated before the call."""
+    """max_memory_allocated after a reset, minus what was allocated before the call; the same
+    for reserved memory after emptying the allocator's cache."""
     import torch
 
     torch.cuda.synchronize(device)
     gc.collect(1)
+    # Cached free blocks would serve the call without any growth of reserved memory.
+    torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(device)
     before = torch.cuda.memory_allocated(device)
-    fn()
-    torch.cuda.synchronize(device)
+    reserved_before = torch.cuda.memory_reserved(device)
+    with _gc_paused():
+        fn()
+        torch.cuda.synchronize(device)
     peak = torch.cuda.max_memory_allocated(device)
-    return MemoryResult(value=max(0, int(peak - before)), method="cuda_allocator")
+    reserved_peak = torch.cuda.max_memory_reserved(device)
+    return MemoryResult(
+        value=max(0, int(peak - before)),
+        method="cuda_allocator",
+        reserved=max(0, int(reserved_peak - reserved_before)),
+    )
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    # A collection inside the call would free memory and hide part of the peak.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def read_status(proc: Path = PROC_SELF) -> dict[str, int]:
@@ -99,19 +127,13 @@ def measure_rss_peak(fn: Callable[[], object], proc: Path = PROC_SELF) -> Memory
             method="unavailable",
             reason="the kernel did not reset VmHWM (clear_refs '5' unsupported)",
         )
-    # A collection inside the call would free pages and hide part of the peak.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _gc_paused():
         fn()
-    finally:
-        if was_enabled:
-            gc.enable()
     after = read_status(proc)
     return MemoryResult(value=max(0, after["VmHWM"] - before["VmRSS"]), method="rss_hwm")
 
 
 def measure_peak_memory(fn: Callable[[], object], device: Any) -> MemoryResult:
-    if getattr(device, "type", str(device)) == "cuda":
+    if is_cuda(device):
         return measure_cuda_peak(fn, device)
     return measure_rss_peak(fn)

@@ -7,11 +7,15 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from perfgate.harness.profile_events import HARNESS_MARK, aggregate_events, self_device_time_us
+
+__all__ = ["aggregate", "profile_callable", "self_device_time_us", "trace_file_name"]
 
 TOP_OPS = 20
 MIN_SHARE = 0.01
@@ -23,52 +27,11 @@ class ProfileResult:
     trace: str | None
 
 
-def self_device_time_us(row: Any) -> float:
-    """Self device time of a profiler row in µs, whatever this torch calls it.
-
-    torch >= 2.4 names it `self_device_time_total`; older releases `self_cuda_time_total`.
-    """
-    for name in ("self_device_time_total", "self_cuda_time_total"):
-        value = getattr(row, name, None)
-        if value is not None:
-            return float(value)
-    return 0.0
-
-
-def _is_device_row(row: Any) -> bool:
-    kind = getattr(row, "device_type", None)
-    return str(getattr(kind, "name", kind)) not in ("CPU", "None")
-
-
-def aggregate(rows: Iterable[Any], *, calls: int, on_device: bool) -> list[dict[str, Any]]:
-    """Per-call rows from `key_averages()` over `calls` profiled calls, largest self time first.
-
-    Kernel rows are dropped: their time is already the `self_device_us` of the op that launched
-    them, and counting both would double the total. Keeps every op with at least `MIN_SHARE` of
-    the total self time and at least the top `TOP_OPS`.
-    """
-    out = []
-    for row in rows:
-        name = str(row.key)
-        if name.startswith("ProfilerStep") or _is_device_row(row):
-            continue
-        out.append(
-            {
-                "op": name,
-                "count": row.count / calls,
-                "self_cpu_us": float(row.self_cpu_time_total) / calls,
-                "self_device_us": self_device_time_us(row) / calls,
-                "flops": float(getattr(row, "flops", 0) or 0) / calls,
-            }
-        )
-    weight = "self_device_us" if on_device else "self_cpu_us"
-    out.sort(key=lambda r: (-r[weight], -r["self_cpu_us"], r["op"]))
-    total = sum(r[weight] for r in out)
-    return [
-        r
-        for i, r in enumerate(out)
-        if i < TOP_OPS or (total > 0 and r[weight] >= MIN_SHARE * total)
-    ]
+def aggregate(events: Sequence[Any], *, calls: int, on_device: bool) -> list[dict[str, Any]]:
+    """Per-call rows from `prof.events()` over `calls` profiled calls (see `aggregate_events`)."""
+    return aggregate_events(
+        events, calls=calls, on_device=on_device, top=TOP_OPS, min_share=MIN_SHARE
+    )
 
 
 def trace_file_name(key: str) -> str:
@@ -123,7 +86,7 @@ def profile_callable(
     trace_path: Path | None = None,
 ) -> ProfileResult:
     """Profile `active` calls after one skipped and one warm-up step of the schedule."""
-    from torch.profiler import ProfilerActivity, profile, schedule
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
     activities = [ProfilerActivity.CPU]
     if on_device:
@@ -131,7 +94,7 @@ def profile_callable(
     captured: dict[str, Any] = {}
 
     def ready(prof: Any) -> None:
-        captured["ops"] = aggregate(prof.key_averages(), calls=active, on_device=on_device)
+        captured["ops"] = aggregate(prof.events(), calls=active, on_device=on_device)
         if trace_path is not None:
             trace_path.parent.mkdir(parents=True, exist_ok=True)
             prof.export_chrome_trace(str(trace_path))
@@ -149,7 +112,9 @@ def profile_callable(
         for _ in range(2 + active):
             fn()
             # Each step's kernels must finish inside the step, or they land in the next one.
-            synchronize()
+            # Marked, so the profile can leave out this cudaDeviceSynchronize (not the code's).
+            with record_function(HARNESS_MARK):
+                synchronize()
             prof.step()
     if "ops" not in captured:
         raise RuntimeError("the profiler produced no trace")

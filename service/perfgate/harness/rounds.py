@@ -89,6 +89,20 @@ def _merge_metric(
             f"({first.get('value')} in the first, {metric.get('value')} in round "
             f"{round_index}); keeping the first"
         )
+    elif name == "kernel_launches" and metric.get("method") != first.get("method"):
+        # Same count, other kernels: autotuning or cudnn.benchmark chose differently.
+        ours, theirs = _kernel_set(first), _kernel_set(metric)
+        warnings.append(
+            f"{key}: round {round_index} ran other kernels than the first: "
+            f"only in round {round_index}: {', '.join(sorted(theirs - ours)) or '-'}; "
+            f"only in the first: {', '.join(sorted(ours - theirs)) or '-'}"
+        )
+
+
+def _kernel_set(metric: Mapping[str, Any]) -> set[str]:
+    """Kernel names from a kernel_launches note ('  <per call> x <name>' lines)."""
+    lines = str(metric.get("note") or "").splitlines()[1:]
+    return {line.strip().partition(" x ")[2] for line in lines if " x " in line}
 
 
 def run_round(
@@ -164,6 +178,15 @@ def run_round(
                 round_index=round_index,
                 reporter=reporter,
             )
+        if not crashed and done:
+            # The worker stopped after an instance (a lost CUDA context): the rest get a fresh
+            # one.
+            reporter.warning(
+                f"round {round_index}: the worker stopped ({failure}); measuring the "
+                f"{len(untouched)} remaining instances in a fresh worker"
+            )
+            remaining = untouched
+            continue
         if not crashed:
             # Nothing ran at all: a second worker would fail the same way.
             for instance in untouched:
@@ -218,6 +241,8 @@ def _spawn_worker(
             "threads": threads,
             "max_time": settings.max_time,
             "interleave": settings.interleave,
+            "device_timing": settings.device_timing,
+            "cold_cache": settings.cold_cache,
             "profile": profile,
             "trace_dir": str(settings.trace_dir) if settings.trace_dir else None,
             "round_index": round_index,

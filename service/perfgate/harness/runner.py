@@ -6,10 +6,13 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from perfgate.config import GitHubContext
 from perfgate.errors import UsageError
 from perfgate.harness.allocator import SYSTEM, pin_malloc_thresholds
+from perfgate.harness.api import BenchmarkInstance
+from perfgate.harness.device_errors import DeviceContextLostError
 from perfgate.harness.discovery import DEFAULT_PATH, ImportFailure, Selection, discover
 from perfgate.harness.gitinfo import resolve_git
 from perfgate.harness.measure import (
@@ -19,6 +22,7 @@ from perfgate.harness.measure import (
     run_instances,
 )
 from perfgate.harness.rounds import merge_rounds, run_round
+from perfgate.harness.timing import DEVICE_TIMINGS
 from perfgate.report.progress import NullReporter, RunReporter
 from perfgate.results import SCHEMA, ResultsDocument, parse_document
 
@@ -41,6 +45,8 @@ def run_benchmarks(
     pin_malloc: bool = True,
     isolate: bool = False,
     interleave: bool | None = None,
+    device_timing: str = "events",
+    cold_cache: bool = False,
     reporter: RunReporter | None = None,
     github: GitHubContext | None = None,
     cwd: Path | None = None,
@@ -55,8 +61,12 @@ def run_benchmarks(
     round in a worker process too, so that a process which ran other benchmarks before (the
     demo runs both sides) does not measure with warm caches and compiled kernels. `interleave`
     samples the instances of a round in slices, round-robin (`measure_interleaved`); None means
-    on CPU only (on CUDA every setup alive at once could exhaust device memory). Raises
-    UsageError for bad options, a missing commit or an empty selection.
+    on CPU only (on CUDA every setup alive at once could exhaust device memory).
+    `device_timing` (CUDA) is "events" (time from an idle device: launching and running) or
+    "queued" (the device's work alone, see `perfgate.harness.timing`); `cold_cache` (CUDA)
+    flushes L2 before each call and times each call alone (the default is hot-cache timing,
+    back-to-back calls). Raises UsageError for bad
+    options, a missing commit or an empty selection.
     """
     if rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {rounds}")
@@ -64,6 +74,10 @@ def run_benchmarks(
         raise UsageError(f"--max-time must be positive seconds, got {max_time}")
     if threads is not None and threads < 1:
         raise UsageError(f"threads must be at least 1, got {threads}")
+    if device_timing not in DEVICE_TIMINGS:
+        raise UsageError(
+            f"device timing {device_timing!r}: expected one of {', '.join(DEVICE_TIMINGS)}"
+        )
     reporter = reporter or NullReporter()
     base = cwd or Path.cwd()
     git = resolve_git(
@@ -97,6 +111,8 @@ def run_benchmarks(
         profile=profile,
         trace_dir=_anchor(trace_dir, base) if trace_dir else None,
         interleave=interleave,
+        device_timing=device_timing,
+        cold_cache=cold_cache,
     )
     reporter.run_started(instances=len(selection.instances), rounds=rounds)
     try:
@@ -104,10 +120,16 @@ def run_benchmarks(
             # Round 0: found while collecting, before any round.
             reporter.instance_error(failure.key, failure.message, round_index=0)
         if rounds == 1 and not isolate:
-            results = run_instances(
-                selection.instances, device=torch_device, settings=settings, reporter=reporter
+            entries = _run_in_process(
+                selection.instances,
+                device=torch_device,
+                device_name=device_name,
+                threads=threads,
+                pin_malloc=pin_malloc,
+                settings=settings,
+                reporter=reporter,
+                cwd=base,
             )
-            entries = {key: result.entry for key, result in results.items()}
         else:
             per_round = [
                 run_round(
@@ -154,6 +176,41 @@ def run_benchmarks(
         "benchmarks": benchmarks,
     }
     return parse_document(document, source="perfgate run")
+
+
+def _run_in_process(
+    instances: list[BenchmarkInstance],
+    *,
+    device: Any,
+    device_name: str,
+    threads: int,
+    pin_malloc: bool,
+    settings: MeasureSettings,
+    reporter: RunReporter,
+    cwd: Path,
+) -> dict[str, dict[str, Any]]:
+    """One round in this process; after a lost CUDA context, the rest in worker processes."""
+    try:
+        results = run_instances(instances, device=device, settings=settings, reporter=reporter)
+    except DeviceContextLostError as lost:
+        entries = {key: result.entry for key, result in lost.done.items()}
+        rest = [i for i in instances if i.key not in entries]
+        reporter.warning(f"{lost}; measuring the {len(rest)} remaining instances in a worker")
+        entries.update(
+            run_round(
+                rest,
+                round_index=1,
+                device=device_name,
+                threads=threads,
+                pin_malloc=pin_malloc,
+                settings=settings,
+                profile=settings.profile,
+                reporter=reporter,
+                cwd=cwd,
+            )
+        )
+        return entries
+    return {key: result.entry for key, result in results.items()}
 
 
 def resolve_device(device: str) -> str:

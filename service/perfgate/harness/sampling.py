@@ -8,7 +8,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from perfgate.harness.timing import Timer
 from perfgate.stats.summary import median_ci
@@ -69,6 +69,9 @@ class TimingResult:
     warmup_blocks: int
     stable: bool
     elapsed: float
+    #: What the timer reported besides each sample's time (CUDA: per-call host launch time,
+    #: wait for other streams, ...), one value per sample, by name.
+    details: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def median(self) -> float:
@@ -213,6 +216,7 @@ class Sampler:
         self._ordered: list[float] = []
         self._last_check = 0
         self.ci_rel: float | None = None
+        self.details: dict[str, list[float]] = {}
 
     def take_block(self, on_progress: Callable[[Progress], None] | None = None) -> None:
         config, timer = self.config, self.timer
@@ -221,6 +225,8 @@ class Sampler:
             value = timer.time_block(self.fn, self.k) / self.k
         self.spent += self.clock() - began
         self.samples.append(value)
+        for name, detail in (getattr(timer, "details", None) or {}).items():
+            self.details.setdefault(name, []).append(detail)
         bisect.insort(self._ordered, value)
         n = len(self.samples)
         if self.k > 1 and value * self.k > _BLOCK_BLOWUP * timer.min_block_s:
@@ -284,6 +290,7 @@ class Sampler:
             warmup_blocks=self.warmup_blocks,
             stable=self.stable,
             elapsed=self.clock() - self.start,
+            details=self.details,
         )
 
 
@@ -293,6 +300,7 @@ def sample_interleaved(
     slices: int = SLICES,
     min_slices: int = MIN_SLICES,
     on_slice: Callable[[int], None] | None = None,
+    before_slice: Callable[[int], None] | None = None,
 ) -> list[Exception | None]:
     """Take the samplers' blocks in slices, round-robin; returns each one's failure or None.
 
@@ -301,7 +309,8 @@ def sample_interleaved(
     stop after `min_slices` passes once it has `min_samples` and meets the CI target, so its
     samples span most of the round; `min_samples` are never cut short (a block a pass after
     the last slice). A sampler that raises drops out with its exception. `on_slice(index)`
-    follows each slice that completed (for progress).
+    follows each slice that completed (for progress); `before_slice(index)` precedes each
+    (the instance's own backend flags are put in force there).
     """
     failures: list[Exception | None] = [None] * len(samplers)
     # A slice must hold several blocks: its first one follows other instances (cold caches) and
@@ -319,6 +328,8 @@ def sample_interleaved(
         for index in list(active):
             sampler, count = samplers[index], own_slices[index]
             try:
+                if before_slice is not None:
+                    before_slice(index)
                 if passes <= count:
                     sampler.take_slice(sampler.budget / count)
                 else:

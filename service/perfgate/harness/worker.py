@@ -16,9 +16,13 @@ from typing import Any, TextIO
 
 from perfgate.harness.allocator import pin_malloc_thresholds
 from perfgate.harness.api import BenchmarkInstance
+from perfgate.harness.device_errors import DeviceContextLostError
 from perfgate.harness.discovery import import_benchmark_file
 from perfgate.harness.measure import InstanceResult, MeasureSettings, prepare_torch, run_instances
 from perfgate.report.progress import InstanceProgress
+
+#: Exit status of a worker that stopped because the CUDA context was lost.
+LOST_CONTEXT = 3
 
 
 class EventWriter:
@@ -82,6 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     events = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    code = run_request(request, events)
+    events.close()
+    return code
+
+
+def run_request(request: dict[str, Any], events: TextIO) -> int:
+    """Measure what the request names; 0 when done, LOST_CONTEXT when a benchmark left the CUDA
+    context unusable (the parent starts a fresh worker for the instances after it)."""
     if request.get("pin_malloc", True):
         pin_malloc_thresholds()
     device = prepare_torch(request["device"], request["threads"])
@@ -89,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = MeasureSettings(
         max_time=request.get("max_time"),
         interleave=bool(request.get("interleave", False)),
+        device_timing=str(request.get("device_timing", "events")),
+        cold_cache=bool(request.get("cold_cache", False)),
         profile=bool(request["profile"]),
         trace_dir=Path(trace_dir) if trace_dir else None,
     )
@@ -98,15 +112,18 @@ def main(argv: list[str] | None = None) -> int:
         with results_path.open("a", encoding="utf-8") as out:
             out.write(json.dumps(result.entry) + "\n")
 
-    run_instances(
-        _select(request["files"], request["keys"]),
-        device=device,
-        settings=settings,
-        reporter=EventWriter(events),
-        round_index=int(request["round_index"]),
-        on_result=save,
-    )
-    events.close()
+    try:
+        run_instances(
+            _select(request["files"], request["keys"]),
+            device=device,
+            settings=settings,
+            reporter=EventWriter(events),
+            round_index=int(request["round_index"]),
+            on_result=save,
+        )
+    except DeviceContextLostError as lost:
+        print(f"perfgate worker: {lost}", file=sys.stderr)
+        return LOST_CONTEXT
     return 0
 
 

@@ -1,0 +1,147 @@
+"""The passes after timing: peak memory, exact counters, kernel launches, the profile."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from perfgate.harness.counters import (
+    count_flops,
+    count_kernel_launches,
+    count_ops,
+    flops_note,
+    uncounted_flop_ops,
+)
+from perfgate.harness.devices import is_cuda
+from perfgate.harness.discovery import one_line
+from perfgate.harness.memory import measure_peak_memory
+from perfgate.harness.profiling import active_calls, profile_callable, trace_file_name
+from perfgate.harness.timing import make_synchronize
+
+if TYPE_CHECKING:
+    from perfgate.harness.api import BenchmarkInstance
+    from perfgate.harness.measure import InstanceResult, MeasureSettings
+
+
+def exact_metric(unit: str, value: int, note: str | None = None) -> dict[str, Any]:
+    metric: dict[str, Any] = {
+        "unit": unit,
+        "direction": "lower",
+        "value": int(value),
+        "exact": True,
+    }
+    if note:
+        metric["note"] = note
+    return metric
+
+
+def secondary_passes(
+    *,
+    fn: Callable[[], object],
+    instance: BenchmarkInstance,
+    device: Any,
+    settings: MeasureSettings,
+    per_call: float,
+    result: InstanceResult,
+    compiled: Any,
+    passes: str = "all",
+) -> None:
+    """Memory, exact counters and the profile: each may fail alone without losing the timing.
+
+    `passes`: "all"; "early" (all but those that attach the profiler); "profiler" (only those).
+    """
+    metrics = result.entry["metrics"]
+    key = instance.key
+    on_device = is_cuda(device)
+    synchronize = make_synchronize(device)
+
+    def attempt(what: str, action: Callable[[], None]) -> None:
+        try:
+            # Warnings raised here come from perfgate's instrumentation (FlopCounterMode's module
+            # hooks warn on torch.compile'd modules); the benchmark's own showed during timing.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                action()
+        except Exception as exc:
+            result.warnings.append(f"{key}: {what} not measured: {one_line(exc)}")
+
+    def memory() -> None:
+        peak = measure_peak_memory(fn, device)
+        if peak.value is None:
+            result.warnings.append(f"{key}: peak_memory not measured: {peak.reason}")
+            return
+        metrics["peak_memory"] = {
+            "unit": "B",
+            "direction": "lower",
+            "value": peak.value,
+            "method": peak.method,
+        }
+        if peak.reserved is not None:
+            metrics["peak_memory_reserved"] = {
+                "unit": "B",
+                "direction": "lower",
+                "value": peak.reserved,
+                "method": "cuda_reserved",
+            }
+
+    op_names: list[str] = []
+
+    def ops() -> None:
+        counted = count_ops(fn)
+        op_names.extend(counted.by_op)
+        metrics["op_count"] = exact_metric("op", counted.total)
+
+    def flops() -> None:
+        total = count_flops(fn)
+        metrics["flops"] = exact_metric("flop", total, flops_note(uncounted_flop_ops(op_names)))
+
+    def kernels() -> None:
+        counted = count_kernel_launches(fn, synchronize)
+        if counted.per_call is None:
+            result.warnings.append(f"{key}: kernel_launches not measured: {counted.reason}")
+            return
+        metrics["kernel_launches"] = exact_metric("kernel", counted.per_call, counted.note())
+        # Rounds and runs that chose other kernels (autotuning, cudnn.benchmark) differ here.
+        metrics["kernel_launches"]["method"] = counted.digest()
+        if not counted.consistent:
+            result.warnings.append(f"{key}: kernel launches differ between calls; rounded")
+
+    def profile() -> None:
+        trace = None
+        if settings.trace_dir is not None:
+            trace = settings.trace_dir / trace_file_name(key)
+        profiled = profile_callable(
+            fn,
+            on_device=on_device,
+            synchronize=synchronize,
+            active=active_calls(per_call),
+            trace_path=trace,
+        )
+        result.entry["profile"] = {"ops": profiled.ops, "trace": profiled.trace}
+
+    if passes == "profiler":
+        if on_device:
+            attempt("kernel_launches", kernels)
+        if settings.profile:
+            attempt("profile", profile)
+        return
+    if compiled is not None:
+        metrics["compile_time"] = {
+            "unit": "s",
+            "direction": "lower",
+            "value": compiled.compile_time,
+        }
+        if compiled.compile_note:
+            metrics["compile_time"]["note"] = compiled.compile_note
+        metrics["graph_breaks"] = exact_metric("break", compiled.graph_breaks)
+        metrics["recompiles"] = exact_metric("recompile", compiled.recompiles)
+    attempt("peak_memory", memory)
+    attempt("op_count", ops)
+    attempt("flops", flops)
+    if passes == "early":
+        return
+    if on_device:
+        attempt("kernel_launches", kernels)
+    if settings.profile:
+        attempt("profile", profile)
