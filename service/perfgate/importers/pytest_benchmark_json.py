@@ -1,5 +1,6 @@
-"""pytest-benchmark's `--benchmark-json` file: every round's time as a sample when the file has
-them (`--benchmark-save-data`), else the median alone, marked as a summary (docs/importers.md)."""
+"""pytest-benchmark's JSON (`--benchmark-json`, or a `--benchmark-save`d file): every round's time
+as a sample when the file has them (`--benchmark-json` always keeps them, a saved file only with
+`--benchmark-save-data`), else the median alone, marked as a summary (docs/importers.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ FORMAT = "pytest-benchmark"
 
 
 def import_pytest_benchmark(raw: bytes, *, source: str) -> ImportedFile:
-    """Read one pytest-benchmark JSON file (any 3.x-5.x version)."""
+    """Read one pytest-benchmark JSON file."""
     root = load_json(raw, source=source)
     root.obj()
     benchmarks = [_benchmark(node) for node in root.get("benchmarks").list()]
@@ -70,7 +71,7 @@ def _benchmark(node: Node) -> ImportedBenchmark:
             method=SUMMARY_METHOD,
             note=(
                 f"pytest-benchmark kept summary statistics only: the median of {rounds} rounds "
-                "is one sample (run pytest with --benchmark-save-data to keep every round)"
+                "is one sample (--benchmark-json, or --benchmark-save-data, keeps every round)"
             ),
         )
     return ImportedBenchmark(name=name, params=params, metrics={"time": time}, where=node.path)
