@@ -20,7 +20,15 @@ FRAMEWORKS = {
     "torch",
     "psycopg",
 }
-PURE = ["results.py", "stats", "report", "errors.py", "config.py", "synthetic.py"]
+PURE = [
+    "results.py",
+    "stats",
+    "report",
+    "errors.py",
+    "config.py",
+    "synthetic.py",
+    "importers",
+]
 
 
 def _modules(relative: str) -> list[Path]:

@@ -4,8 +4,12 @@ and the local git checkout, as for `perfgate run`)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +20,7 @@ from perfgate.importers.common import ImportedFile, RunFields, build_document
 from perfgate.results import ResultsDocument
 
 _HEX = re.compile(r"[0-9a-fA-F]{7,64}")
+_RUN_NAMESPACE = uuid.UUID("6f1c2b7e-2d4a-5b8e-9c3f-0a1b2c3d4e5f")
 
 
 def import_files(
@@ -46,7 +51,21 @@ def import_files(
     run = resolve_run(
         files, commit=commit, branch=branch, project=project, pr=pr, github=github, cwd=cwd
     )
+    if all(f.started_at is not None for f in files):
+        # The same files imported again for the same commit are the same run, stored once,
+        # rather than a second run that the comparator would pool as more evidence.
+        run = replace(run, id=content_run_id(fmt, [p.read_bytes() for p in paths], run))
     return build_document(files, run), files
+
+
+def content_run_id(fmt: str, contents: Sequence[bytes], run: RunFields) -> str:
+    """A run id that depends only on the format, the files' bytes and the run's fields."""
+    digest = hashlib.sha256(fmt.encode())
+    for content in contents:
+        digest.update(hashlib.sha256(content).digest())
+    fields = (run.project, run.commit, run.branch, run.pr, run.base_commit)
+    digest.update(json.dumps(fields, default=str).encode())
+    return str(uuid.uuid5(_RUN_NAMESPACE, digest.hexdigest()))
 
 
 def from_measurements(
@@ -87,10 +106,14 @@ def resolve_run(
     """The run's fields: the options, else what all the files agree on, else resolve_git's."""
     from perfgate.harness.gitinfo import resolve_git
 
-    recorded = _agreed(files, "commit", lambda f: f.commit if _is_commit(f.commit) else None)
+    # Asked only when the option is absent: an option settles disagreeing files.
+    if commit is None:
+        commit = _agreed(files, "commit", lambda f: f.commit if _is_commit(f.commit) else None)
+    if branch is None:
+        branch = _agreed(files, "branch", lambda f: f.branch)
     git = resolve_git(
-        commit=commit or recorded,
-        branch=branch or _agreed(files, "branch", lambda f: f.branch),
+        commit=commit,
+        branch=branch,
         project=project,
         pr=pr,
         github=github if github is not None else GitHubContext.from_env(),
@@ -152,8 +175,6 @@ def _read_bytes(path: Path, max_bytes: int) -> bytes:
 
 
 def _with_environment(file: ImportedFile, environment: dict[str, Any]) -> ImportedFile:
-    from dataclasses import replace
-
     return replace(file, environment={**environment, **file.environment})
 
 

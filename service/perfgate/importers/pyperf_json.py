@@ -4,6 +4,7 @@ pyperf measured (docs/importers.md)."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from perfgate.importers.common import (
@@ -48,7 +49,34 @@ def import_pyperf(raw: bytes, *, source: str) -> ImportedFile:
     # Machine fields sit in the shared metadata of a suite, in the benchmark's own otherwise.
     own = nodes[0].opt("metadata") if nodes else None
     meta = {**(own.obj() if own is not None else {}), **shared}
-    return ImportedFile(source=source, benchmarks=benchmarks, environment=_environment(meta))
+    start, end = _span(nodes)
+    return ImportedFile(
+        source=source,
+        benchmarks=benchmarks,
+        environment=_environment(meta),
+        started_at=start,
+        finished_at=end,
+    )
+
+
+def _span(nodes: list[Node]) -> tuple[datetime | None, datetime | None]:
+    """When the first run started and the last ended. pyperf writes local time without a zone,
+    taken here as the importing machine's (the machine that ran pyperf, in CI)."""
+    starts, ends = [], []
+    for node in nodes:
+        for run in node.get("runs").list():
+            meta = run.opt("metadata")
+            date = meta.opt("date") if meta is not None else None
+            if date is None or not isinstance(date.value, str):
+                continue
+            try:
+                when = datetime.fromisoformat(date.value).astimezone(timezone.utc)
+            except ValueError:
+                raise date.error("not a date") from None
+            duration = meta.opt("duration") if meta is not None else None
+            starts.append(when)
+            ends.append(when + timedelta(seconds=duration.number() if duration else 0.0))
+    return (min(starts), max(ends)) if starts else (None, None)
 
 
 def _benchmark(node: Node, shared: dict[str, Any]) -> ImportedBenchmark:
