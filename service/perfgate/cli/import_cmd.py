@@ -51,12 +51,12 @@ def command(
 ) -> None:
     """Import benchmark results of another tool as one perfgate run.
 
-    FORMAT is pytest-benchmark (--benchmark-json, best with --benchmark-save-data),
-    googlebench (--benchmark_format=json), pyperf (-o FILE), asv (a results file of one
-    machine and commit) or torch-pickle (a pickled list of torch.utils.benchmark
-    Measurements). Several FILES are several runs of one suite: each becomes a round of the
-    benchmarks it holds. Commit, branch and project come from the options, else from the files,
-    else from GitHub Actions and git. See docs/importers.md.
+    FORMAT is pytest-benchmark (--benchmark-json), googlebench (--benchmark_format=json),
+    pyperf (-o FILE), asv (a results file of one machine and commit) or torch-pickle (a
+    pickled list of torch.utils.benchmark Measurements). Several FILES are several runs of
+    one suite: each becomes a round of the benchmarks it holds. Commit, branch and project come
+    from the options, else from the files, else from GitHub Actions and git. See
+    docs/importers.md.
     """
     if not store and out is None:
         raise UsageError("--no-store without --out would import nothing: give --out FILE")
