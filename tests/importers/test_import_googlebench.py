@@ -55,6 +55,12 @@ WALLED = """
 def walled(state):
     while state:
         work(500)
+
+@benchmark.register
+def broken(state):
+    state.skip_with_error("no GPU here")
+    while state:
+        pass
 """
 REPETITIONS = 20
 
@@ -114,13 +120,14 @@ def test_repetitions_are_per_iteration_samples(runs: dict[str, Path], tmp_path: 
     assert any(r["run_type"] == "aggregate" for r in rows)
 
 
-def test_real_time_benchmarks_are_judged_on_real_time(
-    runs: dict[str, Path], tmp_path: Path
-) -> None:
+def test_real_time_and_errors(runs: dict[str, Path], tmp_path: Path) -> None:
     rows = json.loads(runs["walled"].read_text())["benchmarks"]
     walled = [r for r in rows if r["run_name"] == "walled/real_time" and "repetition_index" in r]
     assert len(walled) == REPETITIONS
     document = import_document("googlebench", runs["walled"], tmp_path=tmp_path)
+    broken = by_key(document)["broken"]
+    assert broken["error"] == "Google Benchmark reported an error: no GPU here"
+    assert broken["metrics"] == {}
     walled_metrics = by_key(document)["walled[real_time=True]"]["metrics"]
     assert walled_metrics["time"]["samples"] == pytest.approx(
         [r["real_time"] * 1e-9 for r in walled]

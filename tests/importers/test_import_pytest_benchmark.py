@@ -32,6 +32,9 @@ def test_sized(benchmark, size):
     benchmark(work, size)
 """
 
+# Three pytest runs take 4-9 s on the loaded 2-core machine.
+pytestmark = pytest.mark.slow
+
 
 def _run(tmp_path: Path, name: str, n: int, *, save_data: bool = True) -> Path:
     folder = tmp_path / name
