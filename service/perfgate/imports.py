@@ -44,7 +44,10 @@ def import_files(
         raise UsageError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     if not paths:
         raise UsageError("no files to import")
-    files = [_read_one(fmt, path, max_bytes) for path in paths]
+    contents = [_read_bytes(path, max_bytes) for path in paths]
+    files = [
+        _import_one(fmt, path, raw, max_bytes) for path, raw in zip(paths, contents, strict=True)
+    ]
     environment = _local_environment() if fmt == "torch-pickle" else None
     if environment is not None:
         files = [_with_environment(f, environment) for f in files]
@@ -54,7 +57,7 @@ def import_files(
     if all(f.started_at is not None for f in files):
         # The same files imported again for the same commit are the same run, stored once,
         # rather than a second run that the comparator would pool as more evidence.
-        run = replace(run, id=content_run_id(fmt, [p.read_bytes() for p in paths], run))
+        run = replace(run, id=content_run_id(fmt, contents, run))
     return build_document(files, run), files
 
 
@@ -148,16 +151,21 @@ def _agreed(files: Sequence[ImportedFile], what: str, read: Any) -> str | None:
     return next(iter(found), None)
 
 
-def _read_one(fmt: str, path: Path, max_bytes: int) -> ImportedFile:
+def _import_one(fmt: str, path: Path, raw: bytes, max_bytes: int) -> ImportedFile:
     source = str(path)
-    raw = _read_bytes(path, max_bytes)
     if fmt == "asv":
         from perfgate.importers.asv_results import import_asv
 
         # asv keeps the suite's types, units and parameter names beside the machine folders.
         suite = path.parent.parent / "benchmarks.json"
-        extra = _read_bytes(suite, max_bytes) if suite.is_file() else None
-        return import_asv(raw, source=source, benchmarks_json=extra)
+        if not suite.is_file():
+            return import_asv(raw, source=source)
+        return import_asv(
+            raw,
+            source=source,
+            benchmarks_json=_read_bytes(suite, max_bytes),
+            benchmarks_source=str(suite),
+        )
     return SIMPLE_FORMATS[fmt](raw, source)
 
 

@@ -111,3 +111,14 @@ def test_malformed_file_names_the_field(
     bad.write_text(json.dumps(data))
     result = invoke("import", "asv", str(bad), "--no-store", "--out", "x.json")
     assert_one_line_error(result, f"{bad}: {path}: {message}")
+
+
+def test_a_bad_benchmarks_json_is_named(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    shutil.copytree(ASV / "results", results)
+    suite = results / "benchmarks.json"
+    suite.write_text(suite.read_text()[:100])
+    result = invoke(
+        "import", "asv", str(results / "ci-runner" / BASE_FILE.name), "--no-store", "--out", "x"
+    )
+    assert_one_line_error(result, f"{suite}: invalid JSON at line")

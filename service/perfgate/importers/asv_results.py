@@ -33,7 +33,13 @@ _PREFIXES = (
 )
 
 
-def import_asv(raw: bytes, *, source: str, benchmarks_json: bytes | None = None) -> ImportedFile:
+def import_asv(
+    raw: bytes,
+    *,
+    source: str,
+    benchmarks_json: bytes | None = None,
+    benchmarks_source: str = "benchmarks.json",
+) -> ImportedFile:
     """Read one asv results file; `benchmarks_json` is the suite's benchmarks.json, if known."""
     root = load_json(raw, source=source)
     version = root.get("version")
@@ -42,7 +48,7 @@ def import_asv(raw: bytes, *, source: str, benchmarks_json: bytes | None = None)
             f"asv results version {version.value!r}: this importer reads version {API_VERSION} "
             "(asv 0.5 and later; `asv update` upgrades older results)"
         )
-    suite = _suite(benchmarks_json, source)
+    suite = _suite(benchmarks_json, benchmarks_source)
     columns = [c.text() for c in root.get("result_columns").list()]
     benchmarks: list[ImportedBenchmark] = []
     starts: list[float] = []
@@ -70,7 +76,7 @@ def import_asv(raw: bytes, *, source: str, benchmarks_json: bytes | None = None)
 def _suite(raw: bytes | None, source: str) -> dict[str, dict[str, Any]]:
     if raw is None:
         return {}
-    root = load_json(raw, source=f"{source} (benchmarks.json)")
+    root = load_json(raw, source=source)
     return {name: node.obj() for name, node in root.items() if name != "version"}
 
 

@@ -57,9 +57,6 @@ class Node:
             raise self.error(f"expected an object, got {_kind(self.value)}")
         return self.value
 
-    def has(self, key: str) -> bool:
-        return key in self.obj() and self.obj()[key] is not None
-
     def get(self, key: str) -> Node:
         data = self.obj()
         if key not in data:
@@ -186,7 +183,6 @@ class ImportedFile:
     environment: Mapping[str, Any]
     commit: str | None = None
     branch: str | None = None
-    project: str | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
 

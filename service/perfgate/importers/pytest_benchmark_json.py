@@ -26,11 +26,10 @@ def import_pytest_benchmark(raw: bytes, *, source: str) -> ImportedFile:
     root.obj()
     benchmarks = [_benchmark(node) for node in root.get("benchmarks").list()]
     commit_info = root.opt("commit_info")
-    commit = branch = project = None
+    commit = branch = None
     if commit_info is not None:
         commit = _text_or_none(commit_info, "id")
         branch = _text_or_none(commit_info, "branch")
-        project = _text_or_none(commit_info, "project")
     if branch == "(unknown)":
         branch = None
     when = root.opt("datetime")
@@ -40,7 +39,6 @@ def import_pytest_benchmark(raw: bytes, *, source: str) -> ImportedFile:
         environment=_environment(root),
         commit=commit,
         branch=branch,
-        project=project,
         started_at=parse_time(when.text()) if when is not None else None,
     )
 
