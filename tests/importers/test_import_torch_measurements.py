@@ -124,3 +124,11 @@ def test_malformed_measurement_names_the_field(
     bad = _pickle(tmp_path, "nan", [good, broken])
     result = invoke("import", "torch-pickle", str(bad), "--no-store", "--out", "x.json")
     assert_one_line_error(result, f"{bad}: [1].raw_times[2]: nan is not a finite number")
+
+
+@pytest.mark.parametrize("content", [b"", b"\x80\x05garbage", b"not a pickle at all"])
+def test_bytes_that_are_no_pickle_are_one_line(tmp_path: Path, content: bytes) -> None:
+    bad = tmp_path / "bad.pkl"
+    bad.write_bytes(content)
+    result = invoke("import", "torch-pickle", str(bad), "--no-store", "--out", "x.json")
+    assert_one_line_error(result, f"{bad}: not a ")

@@ -68,7 +68,7 @@ def load_measurement_pickle(raw: bytes, *, source: str) -> list[Any]:
         loaded = _MeasurementUnpickler(io.BytesIO(raw)).load()
     except pickle.UnpicklingError as exc:
         raise DocumentError(f"not a pickle of Measurements: {exc}", source=source) from None
-    except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
+    except Exception as exc:  # any failure to decode the bytes: find_class lets no code run
         raise DocumentError(
             f"not a readable pickle ({type(exc).__name__})", source=source
         ) from None
