@@ -20,7 +20,16 @@ FRAMEWORKS = {
     "torch",
     "psycopg",
 }
-PURE = ["results.py", "document_json.py", "stats", "report", "errors.py", "config.py", "policy.py"]
+PURE = [
+    "results.py",
+    "document_json.py",
+    "stats",
+    "report",
+    "errors.py",
+    "config.py",
+    "policy.py",
+    "importers",
+]
 
 
 def _modules(relative: str) -> list[Path]:

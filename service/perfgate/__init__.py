@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "benchmark", "detect_change_points"]
+__all__ = ["__version__", "benchmark", "detect_change_points", "from_measurements"]
 
 if TYPE_CHECKING:
     from perfgate.harness.api import benchmark
+    from perfgate.imports import from_measurements
     from perfgate.stats.changepoints import detect_change_points
 
 
@@ -27,4 +28,8 @@ def __getattr__(name: str) -> Any:
         from perfgate.stats.changepoints import detect_change_points
 
         return detect_change_points
+    if name == "from_measurements":
+        from perfgate.imports import from_measurements
+
+        return from_measurements
     raise AttributeError(f"module 'perfgate' has no attribute {name!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -9,7 +10,7 @@ import click
 
 from perfgate.cli.options import db_option, max_size_option, server_options
 from perfgate.config import parse_byte_size
-from perfgate.results import load_document
+from perfgate.results import ResultsDocument, load_document
 from perfgate.server_client import ServerUpload
 
 if TYPE_CHECKING:
@@ -37,21 +38,36 @@ def command(
     to a perfgate server (an upload-scoped --token) instead of a database.
     """
     limit = parse_byte_size(max_size, source="--max-size")
-    documents = [load_document(path, max_bytes=limit) for path in files]
+    documents = [(str(path), load_document(path, max_bytes=limit)) for path in files]
+    send_documents(
+        documents, db_url=db_url, server=server, token=token, server_timeout=server_timeout
+    )
+
+
+def send_documents(
+    documents: Sequence[tuple[str, ResultsDocument]],
+    *,
+    db_url: str,
+    server: str | None,
+    token: str | None,
+    server_timeout: float,
+) -> None:
+    """Store each (label, document) in `db_url`, or send it to `server` (the whole of each upload
+    bounded by `server_timeout` seconds); one line each."""
     if server:
         from perfgate.server_client import upload_document
 
-        for path, document in zip(files, documents, strict=True):
+        for label, document in documents:
             sent = upload_document(document, server=server, token=token, deadline_s=server_timeout)
-            click.echo(f"{path}: {describe_server(sent)}")
+            click.echo(f"{label}: {describe_server(sent)}")
         return
     # SQLAlchemy loads here, not when the CLI starts (`perfgate --help` stays quick).
     from perfgate.store.connect import open_store
     from perfgate.store.uploads import store_document
 
     with open_store(db_url) as store:
-        for path, document in zip(files, documents, strict=True):
-            click.echo(f"{path}: {describe(store_document(store.sessions, document))}")
+        for label, document in documents:
+            click.echo(f"{label}: {describe(store_document(store.sessions, document))}")
 
 
 def describe(outcome: UploadOutcome) -> str:
