@@ -300,6 +300,10 @@ def test_history_and_calibration_are_evidence_for_one_round() -> None:
     with_history = _time(compare_documents(base, head, history=history))["b0"]
     assert with_history.verdict == "regression", with_history.reason
     assert with_history.noise is not None and "history of 12 runs" in with_history.noise
+    # Without either, the machine's share between the two jobs is the default, and says so.
+    assert alone.noise is not None and "machine ±" in alone.noise and "assumed" in alone.noise
+    for learnt in (informed, with_history):
+        assert learnt.noise is not None and "assumed" not in learnt.noise
 
 
 def test_the_runners_tails_are_learnt_from_its_history() -> None:

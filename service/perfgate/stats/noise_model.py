@@ -60,6 +60,9 @@ class NoiseFloor:
     baseline_runs: int = 0
     #: Why the base side stands alone although there is history, if it does.
     alone_because: str | None = None
+    #: The machine's share is the documented default, not learnt: the sides ran one after the
+    #: other (or alternated) with no history or calibration of this runner to measure it.
+    machine_assumed: bool = False
 
     @property
     def scale2(self) -> float:
@@ -70,6 +73,8 @@ class NoiseFloor:
         text = f"±{expm1_or_inf(self.process_sigma):.1%} a process ({', '.join(self.sources)})"
         if self.machine_var > 0:
             text += f"; machine ±{expm1_or_inf(math.sqrt(self.machine_var)):.1%}"
+            if self.machine_assumed:
+                text += " (assumed: no history or calibration of this runner)"
         if len(self.levels) > 1:
             text += "; speed levels " + " / ".join(f"{exp_or_inf(v):.2f}x" for v in self.levels)
         if self.baseline_runs:
@@ -251,7 +256,7 @@ def build(
         )
         drift = max(cross.var - predicted, 0.0)
 
-    machine = _machine(factors, shape, history, calibration)
+    machine, machine_assumed = _machine(factors, shape, history, calibration)
     # How heavy the tails are (each benchmark's from history, shrunk towards the runner's; else
     # the runner's from calibration): the CI's t takes no more degrees of freedom than that,
     # however much evidence the scale has. Unmeasured tails
@@ -285,6 +290,7 @@ def build(
             alone_because=None
             if key in baselines or shape.alternated
             else _alone_because(history.current.get((key, "time"))),
+            machine_assumed=machine_assumed,
         )
     return floors, machine
 
@@ -345,8 +351,9 @@ def _machine(
     shape: SideShape,
     history: noise.History,
     calibration: Calibration | None,
-) -> Evidence:
-    """The machine's speed variance with its df: a round's when the sides alternated, else a job's.
+) -> tuple[Evidence, bool]:
+    """The machine's speed variance with its df: a round's when the sides alternated, else a job's;
+    and whether it is the documented default rather than anything measured.
 
     `SideShape.weights` turns it into what it adds to a benchmark's difference.
     """
@@ -358,15 +365,17 @@ def _machine(
     )
     if shape.alternated:
         # Alternating rounds share the machine's drift; what is left is each round's own speed.
-        return noise.with_fallback(noise.pool([rounds, calibrated]), noise.DEFAULT_MACHINE)
+        measured = noise.pool([rounds, calibrated])
+        return noise.with_fallback(measured, noise.DEFAULT_MACHINE), measured is None
     # One side after the other: each job sits wherever the machine was at the time, which the
     # history's whole runs or the calibration's rounds show; a job's own rounds, back to back,
     # show at least as much but not the drift between the jobs (taken as evidence, they let the
     # recorded sets' sequential pairs raise 7-8% false alarms: docs/comparator.md).
-    per_job = noise.with_fallback(noise.pool([history.machine, calibrated]), noise.DEFAULT_MACHINE)
+    learnt = noise.pool([history.machine, calibrated])
+    per_job = noise.with_fallback(learnt, noise.DEFAULT_MACHINE)
     if rounds is not None and rounds.var > per_job.var:
-        per_job = Evidence(var=rounds.var, df=min(rounds.df, per_job.df))
-    return per_job
+        return Evidence(var=rounds.var, df=min(rounds.df, per_job.df)), False
+    return per_job, learnt is None
 
 
 def explained_by_levels(log_ratio: float, floor: NoiseFloor) -> float | None:
