@@ -19,15 +19,13 @@ from sqlalchemy.exc import IntegrityError
 
 from perfgate.results import ResultsDocument, parse_document
 from perfgate.stats.summary import stored_median_ci, summarize
-from perfgate.store import bulk, documents, models, repository, uploads
+from perfgate.store import documents, models, repository, uploads
 from perfgate.store.connect import Store
 from perfgate.store.documents import rebuild_document
 from perfgate.store.uploads import store_document
 from perfgate.synthetic import synthetic_document
 
-postgres_only = pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
-
-# Thousands of samples and several batches of every writer (BATCH_ROWS, SUMMARY_CHUNK).
+# Thousands of samples, and several chunks of sample summaries (SUMMARY_CHUNK).
 BENCHMARKS, SAMPLES = 2500, 8
 
 
@@ -68,8 +66,8 @@ def test_large_document_round_trips(store: Store) -> None:
     assert rebuilt.content_hash() == doc.content_hash()
 
 
-def _insert_with_executemany(store: Store, document: ResultsDocument) -> None:
-    """Store `document` as store_document does, but with executemany for every child table."""
+def _insert_through_sqlalchemy(store: Store, document: ResultsDocument) -> None:
+    """Store `document` as store_document does, but with SQLAlchemy's own INSERT statements."""
     with store.sessions() as session, session.begin():
         project_id = repository.ensure_project(session, name=document.run.project)
         environment = repository.ensure_environment(
@@ -99,21 +97,23 @@ def _insert_with_executemany(store: Store, document: ResultsDocument) -> None:
             (models.Measurement, documents.MEASUREMENT_COLUMNS, documents.measurement_rows),
             (models.Op, documents.OP_COLUMNS, documents.op_rows),
         ):
-            bulk.insert_rows(
-                session,
-                table=repository.table_of(model),
-                columns=columns,
-                rows=rows(document, benchmark_ids=ids),
+            session.execute(
+                repository.table_of(model).insert(),
+                [dict(zip(columns, row, strict=True)) for row in rows(document, benchmark_ids=ids)],
             )
 
 
-def _stored_text(store: Store, table: str, run_id: str) -> list[tuple[str | None, ...]]:
-    """Every column but the ids, as PostgreSQL prints it, in insertion order."""
+def _stored(store: Store, table: str, run_id: str) -> list[tuple[Any, ...]]:
+    """Every column but the ids, exactly as the database holds it, in insertion order: the text
+    PostgreSQL prints for each value; SQLite's value and its storage class."""
     columns = [
         c.name for c in models.Base.metadata.tables[table].c if c.name not in ("id", "run_id")
     ]
+    if store.engine.dialect.name == "postgresql":
+        select = ", ".join(f'CAST("{c}" AS TEXT)' for c in columns)
+    else:
+        select = ", ".join(f'"{c}", typeof("{c}")' for c in columns)
     order = "position" if table == "instances" else "id"
-    select = ", ".join(f'CAST("{c}" AS TEXT)' for c in columns)
     with store.sessions() as session:
         rows = session.execute(
             text(f"SELECT {select} FROM {table} WHERE run_id = :r ORDER BY {order}"),
@@ -122,19 +122,19 @@ def _stored_text(store: Store, table: str, run_id: str) -> list[tuple[str | None
         return [tuple(row) for row in rows]
 
 
-@postgres_only
-def test_copy_stores_the_rows_executemany_stores(store: Store) -> None:
+def test_bulk_rows_equal_sqlalchemy_inserts(store: Store) -> None:
+    """COPY (PostgreSQL) and the driver's executemany (SQLite) store what SQLAlchemy would."""
     data = _large()
-    by_copy = parse_document(data)
-    store_document(store.sessions, by_copy)
+    bulk_written = parse_document(data)
+    store_document(store.sessions, bulk_written)
     reference = copy.deepcopy(data)
     reference["run"]["id"] = str(uuid.uuid4())
-    by_executemany = parse_document(reference)
-    _insert_with_executemany(store, by_executemany)
+    inserted = parse_document(reference)
+    _insert_through_sqlalchemy(store, inserted)
     for table in ("instances", "measurements", "ops"):
-        copied = _stored_text(store, table, by_copy.run.id)
-        inserted = _stored_text(store, table, by_executemany.run.id)
-        assert len(copied) > 0 and copied == inserted, table
+        ours = _stored(store, table, bulk_written.run.id)
+        theirs = _stored(store, table, inserted.run.id)
+        assert len(ours) > 0 and ours == theirs, table
 
 
 @pytest.fixture
