@@ -12,6 +12,7 @@ in-process upload (parse, content hash, store). bench/service_scale.py runs the 
 
     python bench/upload_throughput.py [--pg postgresql+psycopg://postgres@127.0.0.1:5432/postgres]
     python bench/upload_throughput.py --large [--benchmarks 60000 --samples 5 --ops 1]
+    python bench/upload_throughput.py --large --http-only   # two uploads over HTTP only
 """
 
 from __future__ import annotations
@@ -267,7 +268,6 @@ def large_comparison(admin_url: str, large: Large) -> list[str]:
     lite_doc = parse_document(large.data(seed=5))
     phases_body = json.dumps(large.data(seed=6)).encode()
     lines = [
-        f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start",
         f"large document: {large.benchmarks:,} benchmarks x {large.samples} samples, "
         f"{large.ops} profile row(s) each: {large.total_samples:,} samples, "
         f"{len(body) / 2**20:.1f} MiB of JSON",
@@ -340,6 +340,30 @@ def large_comparison(admin_url: str, large: Large) -> list[str]:
     return lines
 
 
+def http_uploads(admin_url: str, large: Large) -> list[str]:
+    """Two uploads of `large` (new benchmarks, then known ones) to `perfgate serve --workers 1`:
+    wall time, the server's CPU time and its peak RSS. Only the client and the server, so it also
+    measures an older perfgate (PYTHONPATH=<its checkout>/service)."""
+    lines = []
+    with scratch_database(admin_url) as url:
+        with open_store(url) as store:
+            token = create_token(store.sessions, project=LARGE_PROJECT, scope="upload").token
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        with serve(url) as (server, pid), httpx.Client(base_url=server, timeout=3600) as client:
+            for label, seed in (("first upload (new benchmarks)", 1), ("second upload", 2)):
+                body = json.dumps(large.data(seed=seed)).encode()
+                start, cpu_start = time.perf_counter(), _cpu_seconds(pid)
+                response = client.post("/api/v1/runs", content=body, headers=headers)
+                seconds = time.perf_counter() - start
+                assert response.status_code == 201, response.text
+                lines.append(
+                    f"{label}: {seconds:.1f} s, server CPU {_cpu_seconds(pid) - cpu_start:.1f} s, "
+                    f"{large.total_samples / seconds:,.0f} samples/s; "
+                    f"server peak RSS {_vm('VmHWM', pid) / 2**20:.0f} MiB"
+                )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -348,13 +372,18 @@ def main() -> None:
         help="admin URL of a PostgreSQL server (a scratch database is made)",
     )
     parser.add_argument("--large", action="store_true", help="the large-document comparison")
+    parser.add_argument(
+        "--http-only", action="store_true", help="with --large: only two uploads over HTTP"
+    )
     parser.add_argument("--benchmarks", type=int, default=60_000, help="with --large")
     parser.add_argument("--samples", type=int, default=5, help="with --large")
     parser.add_argument("--ops", type=int, default=1, help="with --large: profile rows each")
     args = parser.parse_args()
     if args.large:
-        for line in large_comparison(args.pg, Large(args.benchmarks, args.samples, args.ops)):
-            print(line)
+        large = Large(args.benchmarks, args.samples, args.ops)
+        report = http_uploads if args.http_only else large_comparison
+        print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+        print("\n".join(report(args.pg, large)))
         return
     with tempfile.TemporaryDirectory() as tmp:
         measure(f"sqlite:///{Path(tmp) / 'bench.db'}", "sqlite")
