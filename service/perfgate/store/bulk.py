@@ -1,8 +1,9 @@
-"""Bulk writes of an upload: COPY FROM STDIN on PostgreSQL, batched executemany on SQLite.
+"""Bulk writes of an upload: COPY FROM STDIN on PostgreSQL, the driver's executemany on SQLite.
 
-Both take rows from a generator and never hold more than one batch, so storing a document costs
-memory for the document, not for its rows. Both run in the caller's transaction: a failure
-anywhere leaves nothing behind once the caller rolls back.
+Both take rows from a generator one at a time (psycopg buffers a few kilobytes of COPY data), so
+storing a document costs memory for the document, not for its rows. Both run on the session's
+connection, in the caller's transaction: a failure anywhere leaves nothing behind once the
+caller rolls back.
 """
 
 from __future__ import annotations

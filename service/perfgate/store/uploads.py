@@ -100,8 +100,8 @@ def _insert(session: Session, document: ResultsDocument, content_hash: str) -> U
             for b in document.benchmarks
         ],
     )
-    # Streamed from generators into COPY (PostgreSQL) or batched executemany (SQLite): the rows
-    # of a large document are never all in memory at once.
+    # Streamed from generators into COPY (PostgreSQL) or the driver's executemany (SQLite): the
+    # rows of a large document are never all in memory at once.
     for model, columns, rows in (
         (models.Instance, INSTANCE_COLUMNS, instance_rows),
         (models.Measurement, MEASUREMENT_COLUMNS, measurement_rows),
