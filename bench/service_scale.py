@@ -7,11 +7,16 @@ timing samples each: 16M samples, plus exact metrics and profile rows) using COP
 - series p50/p95 for one benchmark over its whole history (GET /api/v1/series; target p95 < 50 ms)
 - compare p95 (GET /api/v1/compare, a feature-branch run against main, history noise model on)
 - upload throughput with 4 parallel clients (POST /api/v1/runs, 200-benchmark documents)
+- ingest of one large document (60,000 benchmarks by default) on its own scratch database:
+  samples/s of (a) raw COPY of the same rows, (b) store_document on PostgreSQL, (c) the HTTP
+  upload, (d) store_document on SQLite, each against (a), and the server's peak RSS
+  (bench/upload_throughput.py --large measures the same; `--ingest-only` runs only this part)
 
 The scratch database is dropped at the end. Usage:
 
     python bench/service_scale.py [--pg postgresql+psycopg://postgres@127.0.0.1:5432/postgres]
                                   [--runs 2000] [--benchmarks 200] [--samples 40] [--workers 2]
+                                  [--ingest-benchmarks 60000] [--ingest-only]
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from perfgate.store.connect import open_store
 from perfgate.store.engine import make_engine
 from perfgate.store.tokens import create_token
 from synthetic import synthetic_document
+from upload_throughput import Large, large_comparison  # bench/, the script's own folder
 
 PROJECT = "scale/demo"
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -375,8 +381,16 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=40)
     parser.add_argument("--workers", type=int, default=2, help="perfgate serve --workers")
     parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--ingest-benchmarks", type=int, default=60_000)
+    parser.add_argument("--ingest-samples", type=int, default=5)
+    parser.add_argument("--ingest-ops", type=int, default=1, help="profile rows per benchmark")
+    parser.add_argument("--ingest-only", action="store_true", help="only the large-document part")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+    large = Large(args.ingest_benchmarks, args.ingest_samples, args.ingest_ops)
+    if args.ingest_only:
+        print("\n".join(large_comparison(args.pg, large)))
+        return
 
     admin = create_engine(args.pg, isolation_level="AUTOCOMMIT")
     name = f"perfgate_scale_{uuid.uuid4().hex[:8]}"
@@ -454,6 +468,7 @@ def main() -> None:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
         print(f"dropped {name}")
+    print("\n".join(large_comparison(args.pg, large)))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from perfgate.errors import ConflictError
 from perfgate.results import parse_document
-from perfgate.store import models, repository
+from perfgate.store import bulk, models, repository
 from perfgate.store.connect import Store
 from perfgate.store.documents import rebuild_document
 from perfgate.store.uploads import store_document
@@ -111,14 +111,14 @@ def test_environment_fields_missing_from_a_later_run_stay_missing(store: Store) 
 def test_failure_midway_stores_nothing(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     store_document(store.sessions, parse_document(synthetic_document(benchmarks=3, seed=1)))
     before = _counts(store)
-    real_add_rows = repository.add_rows
+    real_write_rows = bulk.write_rows
 
-    def failing_add_rows(session: Any, *, table: Any, rows: Any) -> int:
-        if table.name == "ops":  # measurements are already sent by now
+    def failing_write_rows(session: Any, *, table: Any, columns: Any, rows: Any) -> int:
+        if table.name == "ops":  # instances and measurements are already sent by now
             raise RuntimeError("simulated crash")
-        return real_add_rows(session, table=table, rows=rows)
+        return real_write_rows(session, table=table, columns=columns, rows=rows)
 
-    monkeypatch.setattr(repository, "add_rows", failing_add_rows)
+    monkeypatch.setattr(bulk, "write_rows", failing_write_rows)
     data = synthetic_document(benchmarks=30, seed=9, project="acme/new")
     with pytest.raises(RuntimeError, match="simulated crash"):
         store_document(store.sessions, parse_document(data))

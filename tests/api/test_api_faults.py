@@ -100,9 +100,11 @@ def _wait_for_blocked_backend(admin: Any, table: str) -> int:
             pid = conn.execute(
                 text(
                     "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                    "AND datname = current_database() AND query ILIKE :q"
+                    "AND datname = current_database() "
+                    "AND (query ILIKE :insert OR query ILIKE :copy)"
                 ),
-                {"q": f"%INSERT INTO {table}%"},
+                # Child rows go by COPY on PostgreSQL (store/bulk.py).
+                {"insert": f"%INSERT INTO {table}%", "copy": f"COPY {table} %"},
             ).scalar()
         if pid is not None:
             return int(pid)

@@ -6,15 +6,17 @@ runner sent is lost in the store.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from perfgate.results import ResultsDocument, parse_document
-from perfgate.stats.summary import stored_median_ci, summarize, summarize_value
+from perfgate.stats.summary import Summary, median_ci, summarize_value
 from perfgate.store import models
-from perfgate.store.repository import pack_samples, unpack_samples
+from perfgate.store.repository import unpack_samples
 
 
 def environment_overrides(shared: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
@@ -57,76 +59,162 @@ def run_row(
     )
 
 
-def child_rows(
+# Column order of the rows the generators below yield (the writer in store/bulk.py names them).
+INSTANCE_COLUMNS = (
+    "run_id",
+    "benchmark_id",
+    "position",
+    "device",
+    "error",
+    "tags",
+    "has_profile",
+    "trace",
+)
+MEASUREMENT_COLUMNS = (
+    "run_id",
+    "benchmark_id",
+    "metric",
+    "unit",
+    "direction",
+    "exact",
+    "n",
+    "median",
+    "iqr",
+    "min",
+    "max",
+    "ci_low",
+    "ci_high",
+    "samples",
+    "rounds",
+    "value",
+    "method",
+    "note",
+    "branch",
+    "started_at",
+)
+OP_COLUMNS = ("run_id", "benchmark_id", "op", "count", "self_cpu_us", "self_device_us", "flops")
+
+# Benchmarks summarised together: numpy works on one array per sample count in a chunk, and the
+# chunk bounds what is held at once however large the document.
+SUMMARY_CHUNK = 2048
+
+
+def instance_rows(
     document: ResultsDocument, *, benchmark_ids: dict[str, int]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Rows for instances, measurements and ops of every benchmark in the document."""
-    run = document.run
-    instances: list[dict[str, Any]] = []
-    measurements: list[dict[str, Any]] = []
-    ops: list[dict[str, Any]] = []
+) -> Iterator[tuple[Any, ...]]:
+    """One `instances` row (INSTANCE_COLUMNS) per benchmark, in document order."""
+    run_id = document.run.id
     for position, bench in enumerate(document.benchmarks):
-        bench_id = benchmark_ids[bench.key]
-        instances.append(
-            {
-                "run_id": run.id,
-                "benchmark_id": bench_id,
-                "position": position,
-                "device": bench.device,
-                "error": bench.error,
-                "tags": bench.tags,
-                "has_profile": bench.profile is not None,
-                "trace": bench.profile.trace if bench.profile else None,
-            }
+        yield (
+            run_id,
+            benchmark_ids[bench.key],
+            position,
+            bench.device,
+            bench.error,
+            bench.tags,
+            bench.profile is not None,
+            bench.profile.trace if bench.profile else None,
         )
-        for metric_name, metric in bench.metrics.items():
-            ci: tuple[float, float] | None = None
-            if metric.samples is not None:
-                summary = summarize(metric.samples)
-                blob: bytes | None = pack_samples(metric.samples)
-                ci = stored_median_ci(metric.samples)
-            else:
-                assert metric.value is not None
-                summary = summarize_value(metric.value)
-                blob = None
-            measurements.append(
-                {
-                    "run_id": run.id,
-                    "benchmark_id": bench_id,
-                    "metric": metric_name,
-                    "unit": metric.unit,
-                    "direction": metric.direction,
-                    "exact": metric.exact,
-                    "n": summary.n,
-                    "median": summary.median,
-                    "iqr": summary.iqr,
-                    "min": summary.min,
-                    "max": summary.max,
-                    "ci_low": ci[0] if ci else None,
-                    "ci_high": ci[1] if ci else None,
-                    "samples": blob,
-                    "rounds": metric.rounds,
-                    "value": metric.value,
-                    "method": metric.method,
-                    "note": metric.note,
-                    "branch": run.branch,
-                    "started_at": run.started_at,
-                }
+
+
+def measurement_rows(
+    document: ResultsDocument, *, benchmark_ids: dict[str, int]
+) -> Iterator[tuple[Any, ...]]:
+    """One `measurements` row (MEASUREMENT_COLUMNS) per metric, in document order.
+
+    The summary columns are exactly `summarize` and `stored_median_ci` of the samples, computed a
+    chunk of benchmarks at a time.
+    """
+    run = document.run
+    benchmarks = document.benchmarks
+    for start in range(0, len(benchmarks), SUMMARY_CHUNK):
+        chunk = benchmarks[start : start + SUMMARY_CHUNK]
+        sampled = [m.samples for b in chunk for m in b.metrics.values() if m.samples is not None]
+        summaries = iter(sample_summaries(sampled))
+        for bench in chunk:
+            bench_id = benchmark_ids[bench.key]
+            for metric_name, metric in bench.metrics.items():
+                if metric.samples is not None:
+                    summary, ci, blob = next(summaries)
+                else:
+                    assert metric.value is not None
+                    summary, ci, blob = summarize_value(metric.value), None, None
+                yield (
+                    run.id,
+                    bench_id,
+                    metric_name,
+                    metric.unit,
+                    metric.direction,
+                    metric.exact,
+                    summary.n,
+                    summary.median,
+                    summary.iqr,
+                    summary.min,
+                    summary.max,
+                    ci[0] if ci else None,
+                    ci[1] if ci else None,
+                    blob,
+                    metric.rounds,
+                    metric.value,
+                    metric.method,
+                    metric.note,
+                    run.branch,
+                    run.started_at,
+                )
+
+
+def op_rows(
+    document: ResultsDocument, *, benchmark_ids: dict[str, int]
+) -> Iterator[tuple[Any, ...]]:
+    """One `ops` row (OP_COLUMNS) per profiled operator, in document order."""
+    run_id = document.run.id
+    for bench in document.benchmarks:
+        if bench.profile is None:
+            continue
+        bench_id = benchmark_ids[bench.key]
+        for op in bench.profile.ops:
+            yield (
+                run_id,
+                bench_id,
+                op.op,
+                op.count,
+                op.self_cpu_us,
+                op.self_device_us,
+                op.flops,
             )
-        if bench.profile is not None:
-            ops.extend(
-                {
-                    "run_id": run.id,
-                    "benchmark_id": bench_id,
-                    "op": op.op,
-                    "count": op.count,
-                    "self_cpu_us": op.self_cpu_us,
-                    "self_device_us": op.self_device_us,
-                    "flops": op.flops,
-                }
-                for op in bench.profile.ops
+
+
+Stored = tuple[Summary, tuple[float, float] | None, bytes]
+
+
+def sample_summaries(sample_lists: Sequence[Sequence[float]]) -> list[Stored]:
+    """Per sample list: its `summarize`, its `stored_median_ci` and its packed samples.
+
+    Equal to calling those functions one list at a time (a test checks it value for value), but
+    with one numpy call per distinct sample count instead of several per list: per-list numpy
+    calls cost more than the COPY of the rows.
+    """
+    out: list[Stored | None] = [None] * len(sample_lists)
+    by_count: dict[int, list[int]] = {}
+    for i, samples in enumerate(sample_lists):
+        by_count.setdefault(len(samples), []).append(i)
+    for n, where in by_count.items():
+        values = np.array([sample_lists[i] for i in where], dtype="<f8").reshape(len(where), n)
+        q1, median, q3 = np.quantile(values, [0.25, 0.5, 0.75], axis=1).tolist()
+        lows, highs = values.min(axis=1).tolist(), values.max(axis=1).tolist()
+        if n >= 6:
+            # median_ci of the ranks 0..n-1 is the pair of ranks it picks.
+            lo, hi = (int(r) for r in median_ci(range(n), presorted=True))
+            ordered = np.sort(values, axis=1)
+            cis: list[tuple[float, float] | None] = list(
+                zip(ordered[:, lo].tolist(), ordered[:, hi].tolist(), strict=True)
             )
-    return instances, measurements, ops
+        else:
+            cis = [None] * len(where)
+        for j, i in enumerate(where):
+            summary = Summary(n=n, median=median[j], iqr=q3[j] - q1[j], min=lows[j], max=highs[j])
+            out[i] = (summary, cis[j], values[j].tobytes())
+    return [stored for stored in out if stored is not None]
 
 
 def rebuild_document(session: Session, *, run_id: str) -> ResultsDocument | None:

@@ -9,8 +9,16 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from perfgate.errors import ConflictError, DatabaseError, DocumentError
 from perfgate.results import ResultsDocument
-from perfgate.store import models, repository
-from perfgate.store.documents import child_rows, run_row
+from perfgate.store import bulk, models, repository
+from perfgate.store.documents import (
+    INSTANCE_COLUMNS,
+    MEASUREMENT_COLUMNS,
+    OP_COLUMNS,
+    instance_rows,
+    measurement_rows,
+    op_rows,
+    run_row,
+)
 from perfgate.store.engine import describe_db_error, mask_url
 
 
@@ -84,7 +92,7 @@ def _insert(session: Session, document: ResultsDocument, content_hash: str) -> U
             document, project_id=project_id, environment=environment, content_hash=content_hash
         ),
     )
-    benchmark_ids = repository.ensure_benchmarks(
+    benchmark_ids = bulk.ensure_benchmarks(
         session,
         project_id=project_id,
         specs=[
@@ -92,10 +100,19 @@ def _insert(session: Session, document: ResultsDocument, content_hash: str) -> U
             for b in document.benchmarks
         ],
     )
-    instances, measurements, ops = child_rows(document, benchmark_ids=benchmark_ids)
-    repository.add_rows(session, table=repository.table_of(models.Instance), rows=instances)
-    repository.add_rows(session, table=repository.table_of(models.Measurement), rows=measurements)
-    repository.add_rows(session, table=repository.table_of(models.Op), rows=ops)
+    # Streamed from generators into COPY (PostgreSQL) or the driver's executemany (SQLite): the
+    # rows of a large document are never all in memory at once.
+    for model, columns, rows in (
+        (models.Instance, INSTANCE_COLUMNS, instance_rows),
+        (models.Measurement, MEASUREMENT_COLUMNS, measurement_rows),
+        (models.Op, OP_COLUMNS, op_rows),
+    ):
+        bulk.write_rows(
+            session,
+            table=repository.table_of(model),
+            columns=columns,
+            rows=rows(document, benchmark_ids=benchmark_ids),
+        )
     return _outcome(document, created=True)
 
 
