@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from perfgate.api.auth import authorize, visible_projects
 from perfgate.api.dashboard import queries, views
-from perfgate.api.dashboard.render import PageRoute, dashboard_state, render, root_path
+from perfgate.api.dashboard.render import PageRoute, render, root_path
 from perfgate.api.deps import SessionDep, SessionsDep
 from perfgate.errors import NotFoundError
 from perfgate.report.units import format_change, format_value
@@ -271,7 +271,6 @@ def project_page(
     *,
     project: str,
     session: SessionDep,
-    sessions: SessionsDep,
     branch: str = "",
     metric: str = "time",
 ) -> Response:
@@ -281,13 +280,6 @@ def project_page(
         branch = queries.default_branch(session, project_id=summary.id) or ""
     rows: list[queries.BenchmarkRow] = []
     if branch:
-        queries.detect_branch(
-            sessions,
-            project_id=summary.id,
-            branch=branch,
-            metric=metric,
-            cache=dashboard_state(request).detection,
-        )
         rows = queries.benchmark_rows(session, project_id=summary.id, branch=branch, metric=metric)
     root = root_path(request)
     runs = reads.list_runs(session, project_id=summary.id, branch=branch or None, limit=RECENT_RUNS)

@@ -7,7 +7,7 @@ login page, other errors a page with the same status code the API would use.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -20,7 +20,6 @@ from starlette.templating import Jinja2Templates
 
 from perfgate import __version__
 from perfgate.api.auth import TOKEN_COOKIE
-from perfgate.api.dashboard.queries import DetectionCache
 from perfgate.api.deps import get_state
 from perfgate.errors import (
     AuthenticationError,
@@ -50,7 +49,6 @@ SECURITY_HEADERS = {
 @dataclass
 class DashboardState:
     templates: Jinja2Templates
-    detection: DetectionCache = field(default_factory=DetectionCache)
 
 
 def make_state() -> DashboardState:
