@@ -176,6 +176,7 @@ class _Stored:
     status: str
     before: float
     after: float
+    started_at: datetime
 
 
 def _refresh(
@@ -236,8 +237,8 @@ def _points(
 def _stored(
     session: Session, *, project_id: int, branch: str, window: Window, ids: Collection[int]
 ) -> dict[SeriesKey, list[_Stored]]:
-    """The stored change points in the window's scope."""
-    stmt = (
+    """The stored change points in the window, oldest first."""
+    rows = session.execute(
         select(
             models.ChangePoint.id,
             models.ChangePoint.benchmark_id,
@@ -246,20 +247,23 @@ def _stored(
             models.ChangePoint.status,
             models.ChangePoint.before,
             models.ChangePoint.after,
+            models.Run.started_at,
         )
         .join(models.Run, models.Run.id == models.ChangePoint.run_id)
         .where(
             models.ChangePoint.project_id == project_id,
             models.ChangePoint.branch == branch,
             models.ChangePoint.benchmark_id.in_(list(ids)),
+            models.Run.started_at >= window.start,
             models.Run.started_at <= window.end,
         )
+        .order_by(models.Run.started_at, models.ChangePoint.run_id)
     )
-    if window.scope_start is not None:
-        stmt = stmt.where(models.Run.started_at >= window.scope_start)
     out: dict[SeriesKey, list[_Stored]] = defaultdict(list)
-    for cp_id, benchmark_id, metric, run_id, status, before, after in session.execute(stmt):
-        out[(benchmark_id, metric)].append(_Stored(cp_id, run_id, status, before, after))
+    for cp_id, benchmark_id, metric, run_id, status, before, after, started_at in rows:
+        out[(benchmark_id, metric)].append(
+            _Stored(cp_id, run_id, status, before, after, started_at)
+        )
     return out
 
 
@@ -274,11 +278,18 @@ def _replace(
     scope_start: datetime | None,
 ) -> None:
     """Make the series' stored change points in scope what the detector finds in `points`."""
+    settled = [s for s in stored if scope_start is not None and s.started_at < scope_start]
+    if settled:
+        # A level that starts in the context is the only level the detector should see there:
+        # the few runs of the level before it would otherwise force a cut of their own.
+        first = next((i for i, p in enumerate(points) if p.run == settled[-1].run), None)
+        points = points[first:] if first is not None else points
     found = {
         points[index].run: (points[index], before, after)
         for index, before, after in detect_changes([p.median for p in points])
         if scope_start is None or points[index].started_at >= scope_start
     }
+    stored = [s for s in stored if s not in settled]
     known = {s.run: s for s in stored}
     gone = [s.id for s in stored if s.status == "open" and s.run not in found]
     if gone:
