@@ -1,12 +1,14 @@
-"""Reads never compute or write: fill what rows stored before this revision lack, once.
+"""Reads never compute or write: the trend index covers a series, and old rows are filled once.
 
+- `ix_measurements_trend` includes every column a series point shows (PostgreSQL only; SQLite
+  has no INCLUDE), so a series read is an index-only scan that never reads the samples;
 - `measurements.ci_low`/`ci_high` of rows stored before 0002 (NULL, with 6 or more samples),
   from their samples, with the same order statistics as at upload;
 - `change_points` of every series, as if its runs had arrived in order (`backfill_changes`):
   from this revision on they are detected when a run is stored, and no read detects.
 
-Data only: the schema does not change, and downgrading leaves the filled values in place (they
-are what a newer upload stores anyway). Unlike the schema revisions this one runs perfgate's own
+Downgrading restores the plain index and leaves the filled values in place (they are what a newer
+upload stores anyway). Unlike the schema revisions this one runs perfgate's own
 statistics, so the values are those of the perfgate that upgrades.
 
 Revision ID: 0004
@@ -29,6 +31,9 @@ depends_on: str | Sequence[str] | None = None
 
 # Rows per round trip: a batch of samples stays a few MB.
 _BATCH = 5000
+
+_TREND_KEY = ["benchmark_id", "metric", "branch", "started_at"]
+_TREND_COLUMNS = ["run_id", "median", "ci_low", "ci_high", "n", "unit", "direction"]
 
 _measurements = sa.table(
     "measurements",
@@ -78,6 +83,9 @@ def _backfill_cis(connection: sa.Connection) -> None:
 def upgrade() -> None:
     from perfgate.store.change_points import backfill_changes
 
+    with op.batch_alter_table("measurements") as batch:
+        batch.drop_index("ix_measurements_trend")
+        batch.create_index("ix_measurements_trend", _TREND_KEY, postgresql_include=_TREND_COLUMNS)
     connection = op.get_bind()
     _backfill_cis(connection)
     # In the migration's own transaction, which the session neither commits nor ends.
@@ -89,4 +97,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    pass
+    with op.batch_alter_table("measurements") as batch:
+        batch.drop_index("ix_measurements_trend")
+        batch.create_index("ix_measurements_trend", _TREND_KEY)

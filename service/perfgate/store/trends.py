@@ -19,7 +19,9 @@ from perfgate.store import models, queries
 from perfgate.store.models import utcnow
 
 
-@dataclass(frozen=True)
+# Not frozen: a history is thousands of points, and a frozen dataclass costs five times as much
+# to build.
+@dataclass(slots=True)
 class SeriesPoint:
     run: str
     commit: str
@@ -193,15 +195,26 @@ def _views(
     ]
 
 
-def _benchmark(session: Session, *, project_id: int, key: str) -> models.Benchmark:
+def _series_ids(session: Session, *, project: str | None, key: str) -> tuple[int, int]:
+    """(project id, benchmark id) of `key`; one query when the project is named."""
+    if project:
+        found = session.execute(
+            select(models.Project.id, models.Benchmark.id)
+            .join(models.Benchmark, models.Benchmark.project_id == models.Project.id)
+            .where(models.Project.name == project, models.Benchmark.key == key)
+        ).first()
+        if found is not None:
+            return found[0], found[1]
+    # Not found (or no project named): say which of the two is missing.
+    project_row = queries.resolve_project(session, name=project)
     bench = session.scalar(
-        select(models.Benchmark).where(
-            models.Benchmark.project_id == project_id, models.Benchmark.key == key
+        select(models.Benchmark.id).where(
+            models.Benchmark.project_id == project_row.id, models.Benchmark.key == key
         )
     )
     if bench is None:
         raise NotFoundError(f"benchmark {key!r} is not in the store")
-    return bench
+    return project_row.id, bench
 
 
 def load_series(
@@ -219,19 +232,23 @@ def load_series(
     Read only: change points are detected when runs are stored (`store/change_points.py`).
     """
     with sessions() as session:
-        project_row = queries.resolve_project(session, name=project)
-        bench = _benchmark(session, project_id=project_row.id, key=key)
+        project_id, benchmark_id = _series_ids(session, project=project, key=key)
         points, unit, direction = _points(
-            session, benchmark_id=bench.id, metric=metric, branch=branch, since=since, until=until
+            session,
+            benchmark_id=benchmark_id,
+            metric=metric,
+            branch=branch,
+            since=since,
+            until=until,
         )
         if not points:
             raise NotFoundError(f"no {metric!r} measurements of {key!r} on branch {branch!r}")
         stored = _views(
             session,
-            project_id=project_row.id,
+            project_id=project_id,
             branch=branch,
             status=None,
-            benchmark_id=bench.id,
+            benchmark_id=benchmark_id,
             metric=metric,
         )
     shown = {p.run for p in points}
