@@ -32,8 +32,9 @@ from perfgate.store import models
 from perfgate.store.models import utcnow
 from perfgate.store.repository import insert_ignoring_conflicts, table_of
 
-# Runs of a branch one detection sees: 500 points cost about 8 ms per series (2,000 cost 120).
-WINDOW = 500
+# Runs of a branch one detection sees: 300 points cost about 4 ms per series, 500 cost 13 and
+# 2,000 about 120 (process time on the 2-core development machine).
+WINDOW = 300
 # The oldest runs of a full window, whose change points the window does not revisit.
 CONTEXT = WINDOW // 4
 # Benchmarks per statement (SQLite caps bound parameters).
