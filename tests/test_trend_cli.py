@@ -130,5 +130,5 @@ def test_parse_since() -> None:
     with pytest.raises(UsageError):
         parse_since("yesterday")
     for extreme in ("99999999999w", "0001-01-01T00:00:00+05:00", "9999-12-31T23:00:00-05:00"):
-        with pytest.raises(UsageError, match="--since: .* is out of range"):
+        with pytest.raises(UsageError, match=r"--since: .* is out of range"):
             parse_since(extreme)
