@@ -11,10 +11,13 @@ Use from any route (API or dashboard), after resolving which project the request
     grant = authorize(request, session, project=name, scope="read")
 
 It raises `AuthenticationError` (401: no token, unknown or revoked) or `PermissionDeniedError`
-(403: wrong scope or another project); the app turns both into the JSON error shape, and a page
-may catch them to show its login form instead. It returns the token's `Grant`, or None for an
-anonymous reader of a public-read server. `visible_projects` says which projects a caller may
-list. The token is read from `Authorization: Bearer <token>`, else from the `perfgate_token`
+(403: wrong scope, or another project named in the request); the app turns both into the JSON
+error shape, and a page may catch them to show its login form instead. It returns the token's
+`Grant`, or None for an anonymous reader of a public-read server. `visible_projects` says which
+projects a caller may list. A thing named by its id (a run, a change point) is looked up only after
+`authorize(..., project=None, ...)`, and `require_owner` then answers one of a project the
+caller may not see exactly as a missing one (404), so ids never reveal which projects exist.
+The token is read from `Authorization: Bearer <token>`, else from the `perfgate_token`
 cookie (`TOKEN_COOKIE`), which the dashboard's login form sets after checking the token with
 `check_token`: set it HttpOnly and SameSite=Strict. A request authenticated by the cookie that
 changes something must come from the same origin (its `Origin` header), so another site cannot
@@ -30,7 +33,7 @@ from fastapi import Request
 from sqlalchemy.orm import Session
 
 from perfgate.api.deps import get_state
-from perfgate.errors import AuthenticationError, PermissionDeniedError
+from perfgate.errors import AuthenticationError, NotFoundError, PermissionDeniedError
 from perfgate.store import tokens
 from perfgate.store.tokens import Grant
 
@@ -98,6 +101,19 @@ def authorize(
     if project is not None and project != grant.project:
         raise PermissionDeniedError(f"this token is for project {grant.project!r}, not {project!r}")
     return grant
+
+
+def require_owner(
+    request: Request, grant: Grant | None, *, owner: str, scope: Scope, missing: NotFoundError
+) -> None:
+    """Raise `missing` (404) unless a caller that `authorize` let in may `scope` project `owner`.
+
+    For things looked up by id: their project only decides between found and not found.
+    """
+    if scope == "read" and get_state(request).settings.public_read:
+        return
+    if grant is None or grant.project != owner:
+        raise missing
 
 
 def visible_projects(request: Request, session: Session) -> list[str] | None:

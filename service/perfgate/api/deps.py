@@ -12,7 +12,7 @@
 - `SessionDep`: one `Session` for the request, for the read queries in `perfgate.store.reads`
   and `perfgate.store.queries` (they never commit).
 - `SessionsDep`: the `sessionmaker`, for use cases that own their transaction
-  (`store_document`, `load_series`, `refresh_changes`, `set_change_status`).
+  (`store_document`, `load_series`, `list_changes`, `set_change_status`).
 - `StateDep`: the whole `AppState` (`state.settings.public_read`,
   `state.settings.max_document_bytes`).
 

@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from perfgate.store.reads import BenchmarkSummary, ProjectSummary, RunSummary
 from perfgate.store.trends import ChangePointView, Series
+
+
+def _in_utc(value: datetime | None) -> datetime | None:
+    # A time near year 1 or 9999 with an offset has no UTC equivalent: bad input, not a crash.
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValueError("out of range: a time must fall within the years 1-9999 in UTC") from None
+
+
+# A time parameter (`since`, `until`, `before`), converted to UTC as it is validated; one that
+# cannot be is a 422 naming the parameter.
+UtcTime = Annotated[datetime | None, AfterValidator(_in_utc)]
 
 
 class _Out(BaseModel):

@@ -18,7 +18,12 @@ from perfgate.cli.options import db_option, format_option
     help="Which change points to list.",
 )
 @click.option("--branch", default="main", show_default=True, help="Branch to look at.")
-@click.option("--metric", default="time", show_default=True, help="Metric to look at.")
+@click.option(
+    "--metric",
+    default="time",
+    show_default=True,
+    help="Metric whose change points to list ('all': every metric).",
+)
 @click.option("--project", help="Project [default: the only one in the store].")
 @format_option("table", "json", default="table")
 @db_option
@@ -27,17 +32,18 @@ def command(
 ) -> None:
     """List change points (lasting shifts in a benchmark's history) on a branch.
 
-    Every benchmark's history is scanned first; new change points are stored as open.
+    Change points are detected when runs are stored (`perfgate upload`, `perfgate run`); this
+    only reads them.
     """
     from perfgate.store.connect import open_store
-    from perfgate.store.trends import refresh_changes
+    from perfgate.store.trends import list_changes
 
     with open_store(db_url) as store:
-        changes = refresh_changes(
+        changes = list_changes(
             store.sessions,
             project=project,
             branch=branch,
-            metric=metric,
+            metric=None if metric == "all" else metric,
             status=None if status == "all" else status,
         )
     if fmt == "json":

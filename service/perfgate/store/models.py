@@ -161,6 +161,10 @@ class Instance(Base):
     trace: Mapped[str | None] = mapped_column(Text)
 
 
+# What a series point shows besides the trend index's key (store/trends.py reads only these).
+TREND_COLUMNS = ["run_id", "median", "ci_low", "ci_high", "n", "unit", "direction"]
+
+
 class Measurement(Base):
     """One metric of one benchmark in one run: its summary and, when sampled, every sample."""
 
@@ -169,8 +173,17 @@ class Measurement(Base):
         UniqueConstraint("run_id", "benchmark_id", "metric"),
         CheckConstraint("direction IN ('lower', 'higher')", name="direction"),
         # The trend query (one key, metric, branch, time range) is a range scan of this index;
-        # branch and started_at are copied from the (immutable) run for that reason.
-        Index("ix_measurements_trend", "benchmark_id", "metric", "branch", "started_at"),
+        # branch and started_at are copied from the (immutable) run for that reason. On
+        # PostgreSQL it also carries every column a series shows, so the read is an index-only
+        # scan that never touches the wide heap rows (the samples live there).
+        Index(
+            "ix_measurements_trend",
+            "benchmark_id",
+            "metric",
+            "branch",
+            "started_at",
+            postgresql_include=TREND_COLUMNS,
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)

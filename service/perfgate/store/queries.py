@@ -48,7 +48,11 @@ def runs_for_commit(session: Session, *, project_id: int, commit: str) -> list[R
     commits = list(
         session.scalars(
             select(models.Run.commit)
-            .where(models.Run.project_id == project_id, models.Run.commit.startswith(prefix))
+            .where(
+                models.Run.project_id == project_id,
+                # A prefix, not a pattern: `%` and `_` in it are matched literally.
+                models.Run.commit.startswith(prefix, autoescape=True),
+            )
             .distinct()
             .limit(5)
         )

@@ -49,16 +49,6 @@ class RunSummary:
     fingerprint: str
 
 
-@dataclass(frozen=True)
-class ChangeRef:
-    """Which project and branch a stored change point belongs to (for authorisation)."""
-
-    id: int
-    project_id: int
-    project: str
-    status: str
-
-
 def list_projects(
     session: Session, *, names: Collection[str] | None = None
 ) -> list[ProjectSummary]:
@@ -155,7 +145,8 @@ def list_runs(
     """Runs of a project, newest first; `commit` may be a prefix, `before` pages backwards."""
     stmt = _run_stmt().where(models.Run.project_id == project_id)
     if commit:
-        stmt = stmt.where(models.Run.commit.startswith(commit.lower()))
+        # A prefix, not a pattern: `%` and `_` in it are matched literally.
+        stmt = stmt.where(models.Run.commit.startswith(commit.lower(), autoescape=True))
     if branch is not None:
         stmt = stmt.where(models.Run.branch == branch)
     if before is not None:
@@ -201,20 +192,6 @@ def recent_medians(
     )
     rows.reverse()
     return rows
-
-
-def get_change_ref(session: Session, *, change_id: int) -> ChangeRef:
-    found = session.execute(
-        select(models.ChangePoint, models.Project.name)
-        .join(models.Project, models.Project.id == models.ChangePoint.project_id)
-        .where(models.ChangePoint.id == change_id)
-    ).first()
-    if found is None:
-        raise NotFoundError(f"change point {change_id} is not in the store")
-    change, project = found
-    return ChangeRef(
-        id=change.id, project_id=change.project_id, project=project, status=change.status
-    )
 
 
 def _aware(value: object) -> datetime | None:

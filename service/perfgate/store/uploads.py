@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from perfgate.errors import ConflictError, DatabaseError, DocumentError
 from perfgate.results import ResultsDocument
 from perfgate.store import bulk, models, repository
+from perfgate.store.change_points import refresh_changes
 from perfgate.store.documents import (
     INSTANCE_COLUMNS,
     MEASUREMENT_COLUMNS,
@@ -47,7 +48,10 @@ def store_document(sessions: sessionmaker[Session], document: ResultsDocument) -
             existing = repository.get_run(session, run_id=document.run.id)
             if existing is not None:
                 return _already_stored(document, existing, content_hash)
-            return _insert(session, document, content_hash)
+            outcome = _insert(session, document, content_hash)
+            # In the same transaction: a stored run always has its change points.
+            refresh_changes(session, run_id=outcome.run_id)
+            return outcome
     except IntegrityError:
         # Someone stored the same run id between our check and our insert: judge theirs.
         with sessions() as session:

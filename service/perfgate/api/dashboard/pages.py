@@ -358,7 +358,6 @@ def project_page(
     *,
     project: str,
     session: SessionDep,
-    sessions: SessionsDep,
     branch: str = "",
     metric: str = "time",
 ) -> Response:
@@ -368,13 +367,6 @@ def project_page(
         branch = queries.default_branch(session, project_id=summary.id) or ""
     rows: list[queries.BenchmarkRow] = []
     if branch:
-        queries.detect_branch(
-            sessions,
-            project_id=summary.id,
-            branch=branch,
-            metric=metric,
-            cache=dashboard_state(request).detection,
-        )
         rows = queries.benchmark_rows(session, project_id=summary.id, branch=branch, metric=metric)
     root = root_path(request)
     # Runs of every branch: a pull request's run is news whichever branch the page shows.

@@ -1,26 +1,19 @@
 """Read queries only the dashboard needs: branch overviews, sparklines, latest changes, bases.
 
-Change points are detected at read time (DESIGN §6): the project page runs the detector over
-every benchmark's history on the branch it shows, as `perfgate changes` does, but from the
-summary columns only (no samples). A `DetectionCache` remembers, per process, which branch state
-was last scanned, so a page view after no new run skips the work.
+Read only, like every page: change points are detected when runs are stored
+(`store/change_points.py`) and read here from the `change_points` table.
 """
 
 from __future__ import annotations
 
-import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from perfgate.store import models, reads
-
-# Private helpers of the trend use case, shared on purpose: the project page must detect and
-# record change points exactly as `load_series` and `refresh_changes` do.
-from perfgate.store.trends import SeriesPoint, detect_changes, record_changes
 
 SPARKLINE_POINTS = 30
 
@@ -127,97 +120,6 @@ def previous_commit(
         .order_by(models.Run.started_at.desc())
         .limit(1)
     )
-
-
-BranchState = tuple[int, str | None]
-
-
-def branch_state(session: Session, *, project_id: int, branch: str) -> BranchState:
-    """(runs, newest run id) on a branch: it changes whenever a run is stored there."""
-    count = session.scalar(
-        select(func.count())
-        .select_from(models.Run)
-        .where(models.Run.project_id == project_id, models.Run.branch == branch)
-    )
-    last = session.scalar(
-        select(models.Run.id)
-        .where(models.Run.project_id == project_id, models.Run.branch == branch)
-        .order_by(models.Run.started_at.desc(), models.Run.id.desc())
-        .limit(1)
-    )
-    return int(count or 0), last
-
-
-class DetectionCache:
-    """Which (project, branch, metric) was scanned at which branch state, in this process."""
-
-    def __init__(self) -> None:
-        self._seen: dict[tuple[int, str, str], BranchState] = {}
-        self._lock = threading.Lock()
-
-    def fresh(self, key: tuple[int, str, str], state: BranchState) -> bool:
-        with self._lock:
-            return self._seen.get(key) == state
-
-    def remember(self, key: tuple[int, str, str], state: BranchState) -> None:
-        with self._lock:
-            self._seen[key] = state
-
-
-def detect_branch(
-    sessions: sessionmaker[Session],
-    *,
-    project_id: int,
-    branch: str,
-    metric: str,
-    cache: DetectionCache,
-) -> None:
-    """Detect and store change points in every benchmark's `metric` history on `branch`."""
-    key = (project_id, branch, metric)
-    with sessions() as session, session.begin():
-        state = branch_state(session, project_id=project_id, branch=branch)
-        if cache.fresh(key, state):
-            return
-        rows = session.execute(
-            select(
-                models.Measurement.benchmark_id,
-                models.Measurement.run_id,
-                models.Run.commit,
-                models.Measurement.started_at,
-                models.Measurement.median,
-                models.Measurement.n,
-            )
-            .join(models.Run, models.Run.id == models.Measurement.run_id)
-            .join(models.Benchmark, models.Benchmark.id == models.Measurement.benchmark_id)
-            .where(
-                models.Benchmark.project_id == project_id,
-                models.Measurement.metric == metric,
-                models.Measurement.branch == branch,
-            )
-            # The same order as the trend use case, so both cut the series at the same runs.
-            .order_by(
-                models.Measurement.benchmark_id,
-                models.Measurement.started_at,
-                models.Measurement.run_id,
-            )
-        )
-        series: dict[int, list[SeriesPoint]] = defaultdict(list)
-        for benchmark_id, run_id, commit, started_at, median, n in rows:
-            series[benchmark_id].append(
-                SeriesPoint(run=run_id, commit=commit, time=started_at, median=median, ci=None, n=n)
-            )
-        for benchmark_id, points in series.items():
-            if len(points) >= 2:
-                record_changes(
-                    session,
-                    project_id=project_id,
-                    benchmark_id=benchmark_id,
-                    metric=metric,
-                    branch=branch,
-                    points=points,
-                    changes=detect_changes(points),
-                )
-    cache.remember(key, state)
 
 
 def benchmark_rows(

@@ -26,7 +26,6 @@ from starlette.templating import Jinja2Templates
 from perfgate import __version__
 from perfgate.api.auth import TOKEN_COOKIE
 from perfgate.api.dashboard.headlines import HeadlineCache
-from perfgate.api.dashboard.queries import DetectionCache
 from perfgate.api.deps import get_state
 from perfgate.errors import (
     AuthenticationError,
@@ -67,7 +66,6 @@ SERVER_ERROR = "Something went wrong on the server while making this page (detai
 @dataclass
 class DashboardState:
     templates: Jinja2Templates
-    detection: DetectionCache = field(default_factory=DetectionCache)
     headlines: HeadlineCache = field(default_factory=HeadlineCache)
 
 

@@ -1,4 +1,4 @@
-"""Change points: list them (detection refreshed first, as `perfgate changes` does) and triage."""
+"""Change points: list the stored ones (read only) and triage them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from perfgate.api.routes import errors
 from perfgate.api.routes.runs import ProjectQuery
 from perfgate.api.schemas import ChangePointOut, ChangesOut, ChangeStatus, ChangeUpdate
 from perfgate.store import reads
-from perfgate.store.trends import refresh_changes, set_change_status
+from perfgate.store.trends import list_changes as stored_changes
+from perfgate.store.trends import set_change_status
 
 router = APIRouter(prefix="/api/v1", tags=["changes"])
 
@@ -28,14 +29,12 @@ def list_changes(
     status: Annotated[ChangeStatus | None, Query(description="Omit for every status.")] = None,
     metric: Annotated[str, Query(min_length=1, max_length=64)] = "time",
 ) -> ChangesOut:
-    """Change points on a branch, oldest first. Every benchmark's history is scanned first and
-    new change points are stored as open; statuses set by people are kept."""
+    """Change points of one metric on a branch, oldest first. They are detected when runs are
+    stored; this only reads them."""
     authorize(request, session, project=project, scope="read")
     reads.get_project(session, name=project)
     session.close()
-    changes = refresh_changes(
-        sessions, project=project, branch=branch, metric=metric, status=status
-    )
+    changes = stored_changes(sessions, project=project, branch=branch, metric=metric, status=status)
     return ChangesOut(change_points=[ChangePointOut.of(c) for c in changes])
 
 
@@ -52,11 +51,15 @@ def update_change(
     change_id: Annotated[int, Path(ge=1, le=2**31 - 1)],
     update: ChangeUpdate,
 ) -> ChangePointOut:
-    """Acknowledge or dismiss a change point (or reopen it). Needs an upload-scoped token of
-    the change point's project."""
-    # Identify the caller first, so an anonymous one learns nothing about which ids exist.
-    authorize(request, session, project=None, scope="upload")
-    ref = reads.get_change_ref(session, change_id=change_id)
-    authorize(request, session, project=ref.project, scope="upload")
+    """Acknowledge or dismiss a change point (or reopen it). Needs an upload-scoped token; a
+    change point of another project is answered as a missing one (404)."""
+    # The caller and the scope are checked before the id is looked at, and the id's project only
+    # ever decides between found and not found: ids do not reveal which projects exist.
+    grant = authorize(request, session, project=None, scope="upload")
+    assert grant is not None  # upload scope is never anonymous
     session.close()
-    return ChangePointOut.of(set_change_status(sessions, change_id=change_id, status=update.status))
+    return ChangePointOut.of(
+        set_change_status(
+            sessions, change_id=change_id, status=update.status, project=grant.project
+        )
+    )

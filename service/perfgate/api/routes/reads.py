@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import math
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -22,6 +21,7 @@ from perfgate.api.schemas import (
     ProjectOut,
     ProjectsOut,
     SeriesOut,
+    UtcTime,
 )
 from perfgate.report.comparison_json import comparison_to_json
 from perfgate.stats.compare import CompareSettings
@@ -65,15 +65,16 @@ def get_series(
     key: Annotated[str, Query(min_length=1, max_length=1000, description="Benchmark key.")],
     metric: Annotated[str, Query(min_length=1, max_length=64)] = "time",
     branch: Annotated[str, Query(min_length=1, max_length=255)] = "main",
-    since: Annotated[datetime | None, Query(description="Only runs started at or after.")] = None,
-    until: Annotated[datetime | None, Query(description="Only runs started before.")] = None,
+    since: Annotated[UtcTime, Query(description="Only runs started at or after.")] = None,
+    until: Annotated[UtcTime, Query(description="Only runs started before.")] = None,
 ) -> Response:
-    """One benchmark's history on a branch, oldest first, with its change points.
+    """One benchmark's history on a branch, oldest first, with its stored change points.
 
-    Served from the trend index (benchmark, metric, branch, started_at): one range scan.
+    Served from the trend index (benchmark, metric, branch, started_at): one range scan of
+    summary columns. Read only.
     """
     authorize(request, session, project=project, scope="read")
-    session.close()  # load_series owns its own transaction
+    session.close()  # load_series opens its own session
     series = load_series(
         sessions, project=project, key=key, metric=metric, branch=branch, since=since, until=until
     )

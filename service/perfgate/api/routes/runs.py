@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
-from perfgate.api.auth import authorize
+from perfgate.api.auth import authorize, require_owner
 from perfgate.api.deps import SessionDep, get_state
 from perfgate.api.routes import errors
-from perfgate.api.schemas import RunCreated, RunOut, RunsOut
+from perfgate.api.schemas import RunCreated, RunOut, RunsOut, UtcTime
 from perfgate.errors import NotFoundError, PermissionDeniedError
 from perfgate.results import ResultsDocument, parse_document_bytes
 from perfgate.store import reads
@@ -92,7 +91,7 @@ def list_runs(
     ] = None,
     branch: Annotated[str | None, Query(max_length=255)] = None,
     before: Annotated[
-        datetime | None, Query(description="Only runs started before this time (paging).")
+        UtcTime, Query(description="Only runs started before this time (paging).")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
 ) -> RunsOut:
@@ -141,8 +140,15 @@ def get_run_document(*, request: Request, session: SessionDep, run_id: RunIdPath
 
 
 def _readable_run(request: Request, session: SessionDep, run_id: str) -> reads.RunSummary:
-    # Identify the caller before looking the run up, so an anonymous caller learns nothing.
-    authorize(request, session, project=None, scope="read")
+    # Identify the caller before looking the run up, so an anonymous caller learns nothing; a
+    # run of another project is answered as a missing one.
+    grant = authorize(request, session, project=None, scope="read")
     run = reads.get_run(session, run_id=run_id)
-    authorize(request, session, project=run.project, scope="read")
+    require_owner(
+        request,
+        grant,
+        owner=run.project,
+        scope="read",
+        missing=NotFoundError(f"run {run_id!r} is not in the store"),
+    )
     return run

@@ -1,0 +1,334 @@
+"""Use case: keep the stored change points up to date as runs arrive. Never commits.
+
+Change points are computed when data arrives and read from the `change_points` table by every
+reader (`/series`, `/changes`, the dashboard, `perfgate trend|changes`); no read detects or
+writes. `refresh_changes` runs in the transaction that stores a new run (`store_document`), so a
+stored run always has its change points; `backfill_changes` does the same for a whole store
+(migration 0004).
+
+Detection sees a window of the branch's last `WINDOW` runs up to the new run, not the whole
+history: the detector costs O(n^2) per series (docs/changepoints.md), and an upload re-detects
+every series it touches. Within the window, the stored *open* change points of each series are
+replaced by what the detector finds now (a change point it no longer sees was never triaged and
+goes); a status set by a person (`acknowledged`, `dismissed`) is kept, with its levels updated
+when the detector still sees it. When the history is longer than the window, its oldest quarter
+(`CONTEXT` runs) is context only: change points there were settled by earlier windows and are
+left alone, so a step is judged with runs on both sides of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from perfgate.stats.changepoints import detect_change_points, segment_levels
+from perfgate.store import models
+from perfgate.store.models import utcnow
+from perfgate.store.repository import insert_ignoring_conflicts, table_of
+
+# Runs of a branch one detection sees: 300 points cost about 4 ms per series, 500 cost 13 and
+# 2,000 about 120 (process time on the 2-core development machine).
+WINDOW = 300
+# The oldest runs of a full window, whose change points the window does not revisit.
+CONTEXT = WINDOW // 4
+# Benchmarks per statement (SQLite caps bound parameters).
+_CHUNK = 500
+
+SeriesKey = tuple[int, str]  # (benchmark id, metric)
+
+
+def detect_changes(medians: Sequence[float]) -> list[tuple[int, float, float]]:
+    """(index, level before, level after) of each change in a series of medians, oldest first.
+
+    Detected on a log scale, so a step is judged by its ratio whatever the benchmark's size.
+    """
+    values = [math.log(m) if m > 0 else 0.0 for m in medians]
+    if len(values) < 2:
+        return []
+    found = detect_change_points(values)
+    levels = segment_levels(values, found)
+    return [(index, math.exp(levels[i]), math.exp(levels[i + 1])) for i, index in enumerate(found)]
+
+
+@dataclass(frozen=True)
+class Window:
+    """Runs of one branch from `start` to `end` (started_at, inclusive); change points of
+    runs from `scope_start` on (every one when None) are the detector's to replace."""
+
+    start: datetime
+    end: datetime
+    scope_start: datetime | None
+
+
+def refresh_changes(session: Session, *, run_id: str) -> int:
+    """Re-detect the change points of every series run `run_id` has a measurement in.
+
+    A series is (benchmark, metric, the run's branch); a run without a branch has none.
+    Returns the number of series examined.
+    """
+    run = session.get(models.Run, run_id)
+    if run is None or run.branch is None:
+        return 0
+    touched = sorted(
+        (benchmark_id, metric)
+        for benchmark_id, metric in session.execute(
+            select(models.Measurement.benchmark_id, models.Measurement.metric).where(
+                models.Measurement.run_id == run_id
+            )
+        )
+    )
+    if not touched:
+        return 0
+    times = list(
+        session.scalars(
+            select(models.Run.started_at)
+            .where(
+                models.Run.project_id == run.project_id,
+                models.Run.branch == run.branch,
+                models.Run.started_at <= run.started_at,
+            )
+            .order_by(models.Run.started_at.desc())
+            .limit(WINDOW + 1)
+        )
+    )
+    truncated = len(times) > WINDOW
+    times = times[:WINDOW][::-1]
+    window = _window(times, len(times), truncated=truncated)
+    _refresh(session, project_id=run.project_id, branch=run.branch, window=window, series=touched)
+    return len(touched)
+
+
+def backfill_changes(session: Session) -> int:
+    """Detect the change points of every series in the store, as if its runs had arrived in
+    order one window step at a time; returns the number of series examined."""
+    branches = session.execute(
+        select(models.Run.project_id, models.Run.branch)
+        .where(models.Run.branch.is_not(None))
+        .distinct()
+        .order_by(models.Run.project_id, models.Run.branch)
+    ).all()
+    examined = 0
+    for project_id, branch in branches:
+        assert branch is not None
+        times = list(
+            session.scalars(
+                select(models.Run.started_at)
+                .where(models.Run.project_id == project_id, models.Run.branch == branch)
+                .order_by(models.Run.started_at)
+            )
+        )
+        series = sorted(
+            session.execute(
+                select(models.Measurement.benchmark_id, models.Measurement.metric)
+                .join(models.Benchmark, models.Benchmark.id == models.Measurement.benchmark_id)
+                .where(
+                    models.Benchmark.project_id == project_id,
+                    models.Measurement.branch == branch,
+                )
+                .distinct()
+            ).all()
+        )
+        keys: list[SeriesKey] = [(b, m) for b, m in series]
+        for end in window_ends(len(times)):
+            window = _window(times, end, truncated=end > WINDOW)
+            _refresh(session, project_id=project_id, branch=branch, window=window, series=keys)
+        examined += len(keys)
+    return examined
+
+
+def window_ends(runs: int) -> list[int]:
+    """How many runs had arrived at each step of a backfill: scopes that tile the history."""
+    if runs == 0:
+        return []
+    ends = [min(runs, WINDOW)]
+    while ends[-1] < runs:
+        ends.append(min(runs, ends[-1] + WINDOW - CONTEXT))
+    return ends
+
+
+def _window(times: Sequence[datetime], end: int, *, truncated: bool) -> Window:
+    """The window of the last WINDOW runs of `times` (ascending) before index `end`."""
+    first = max(0, end - WINDOW)
+    return Window(
+        start=times[first],
+        end=times[end - 1],
+        scope_start=times[end - (WINDOW - CONTEXT)] if truncated else None,
+    )
+
+
+@dataclass(frozen=True)
+class _Point:
+    run: str
+    commit: str
+    started_at: datetime
+    median: float
+
+
+@dataclass(frozen=True)
+class _Stored:
+    id: int
+    run: str
+    status: str
+    before: float
+    after: float
+    started_at: datetime
+
+
+def _refresh(
+    session: Session, *, project_id: int, branch: str, window: Window, series: Sequence[SeriesKey]
+) -> None:
+    wanted = set(series)
+    benchmark_ids = sorted({b for b, _ in series})
+    for start in range(0, len(benchmark_ids), _CHUNK):
+        chunk = benchmark_ids[start : start + _CHUNK]
+        points = _points(session, branch=branch, window=window, benchmark_ids=chunk)
+        stored = _stored(session, project_id=project_id, branch=branch, window=window, ids=chunk)
+        # One order for every writer, so concurrent uploads lock rows in the same order.
+        for key in sorted(k for k in set(points) | set(stored) if k in wanted):
+            _replace(
+                session,
+                project_id=project_id,
+                branch=branch,
+                key=key,
+                points=points.get(key, []),
+                stored=stored.get(key, []),
+                scope_start=window.scope_start,
+            )
+
+
+def _points(
+    session: Session, *, branch: str, window: Window, benchmark_ids: Collection[int]
+) -> dict[SeriesKey, list[_Point]]:
+    rows = session.execute(
+        select(
+            models.Measurement.benchmark_id,
+            models.Measurement.metric,
+            models.Measurement.run_id,
+            models.Run.commit,
+            models.Measurement.started_at,
+            models.Measurement.median,
+        )
+        .join(models.Run, models.Run.id == models.Measurement.run_id)
+        .where(
+            models.Measurement.benchmark_id.in_(list(benchmark_ids)),
+            models.Measurement.branch == branch,
+            models.Measurement.started_at >= window.start,
+            models.Measurement.started_at <= window.end,
+        )
+        # The order every reader shows a series in, so the cuts name the same runs.
+        .order_by(
+            models.Measurement.benchmark_id,
+            models.Measurement.metric,
+            models.Measurement.started_at,
+            models.Measurement.run_id,
+        )
+    )
+    out: dict[SeriesKey, list[_Point]] = defaultdict(list)
+    for benchmark_id, metric, run_id, commit, started_at, median in rows:
+        out[(benchmark_id, metric)].append(_Point(run_id, commit, started_at, median))
+    return out
+
+
+def _stored(
+    session: Session, *, project_id: int, branch: str, window: Window, ids: Collection[int]
+) -> dict[SeriesKey, list[_Stored]]:
+    """The stored change points in the window, oldest first."""
+    rows = session.execute(
+        select(
+            models.ChangePoint.id,
+            models.ChangePoint.benchmark_id,
+            models.ChangePoint.metric,
+            models.ChangePoint.run_id,
+            models.ChangePoint.status,
+            models.ChangePoint.before,
+            models.ChangePoint.after,
+            models.Run.started_at,
+        )
+        .join(models.Run, models.Run.id == models.ChangePoint.run_id)
+        .where(
+            models.ChangePoint.project_id == project_id,
+            models.ChangePoint.branch == branch,
+            models.ChangePoint.benchmark_id.in_(list(ids)),
+            models.Run.started_at >= window.start,
+            models.Run.started_at <= window.end,
+        )
+        .order_by(models.Run.started_at, models.ChangePoint.run_id)
+    )
+    out: dict[SeriesKey, list[_Stored]] = defaultdict(list)
+    for cp_id, benchmark_id, metric, run_id, status, before, after, started_at in rows:
+        out[(benchmark_id, metric)].append(
+            _Stored(cp_id, run_id, status, before, after, started_at)
+        )
+    return out
+
+
+def _replace(
+    session: Session,
+    *,
+    project_id: int,
+    branch: str,
+    key: SeriesKey,
+    points: list[_Point],
+    stored: list[_Stored],
+    scope_start: datetime | None,
+) -> None:
+    """Make the series' stored change points in scope what the detector finds in `points`."""
+    settled = [s for s in stored if scope_start is not None and s.started_at < scope_start]
+    if settled:
+        # A level that starts in the context is the only level the detector should see there:
+        # the few runs of the level before it would otherwise force a cut of their own.
+        first = next((i for i, p in enumerate(points) if p.run == settled[-1].run), None)
+        points = points[first:] if first is not None else points
+    found = {
+        points[index].run: (points[index], before, after)
+        for index, before, after in detect_changes([p.median for p in points])
+        if scope_start is None or points[index].started_at >= scope_start
+    }
+    stored = [s for s in stored if s not in settled]
+    known = {s.run: s for s in stored}
+    gone = [s.id for s in stored if s.status == "open" and s.run not in found]
+    if gone:
+        session.execute(delete(models.ChangePoint).where(models.ChangePoint.id.in_(gone)))
+    now = utcnow()
+    for run, (_, before, after) in found.items():
+        same = known.get(run)
+        if same is not None and (same.before, same.after) != (before, after):
+            session.execute(
+                update(models.ChangePoint)
+                .where(models.ChangePoint.id == same.id)
+                .values(before=before, after=after, ratio=_ratio(before, after), updated_at=now)
+            )
+    benchmark_id, metric = key
+    insert_ignoring_conflicts(
+        session,
+        table_of(models.ChangePoint),
+        [
+            {
+                "project_id": project_id,
+                "benchmark_id": benchmark_id,
+                "metric": metric,
+                "branch": branch,
+                "run_id": run,
+                "commit": point.commit,
+                "before": before,
+                "after": after,
+                "ratio": _ratio(before, after),
+                "status": "open",
+                "detected_at": now,
+                "updated_at": now,
+            }
+            for run, (point, before, after) in found.items()
+            if run not in known
+        ],
+        ["benchmark_id", "metric", "branch", "run_id"],
+    )
+
+
+def _ratio(before: float, after: float) -> float:
+    return after / before if before else 0.0
