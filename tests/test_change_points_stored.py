@@ -22,7 +22,7 @@ from perfgate.store.queries import runs_for_commit
 from perfgate.store.repository import unpack_samples
 from perfgate.store.trends import list_changes, load_series
 from perfgate.store.uploads import store_document
-from perfgate.synthetic import synthetic_document
+from synthetic import synthetic_document
 
 KEY = "kernel[n=128,variant=0]"
 MEMORY_KEY = "kernel[n=192,variant=0]"

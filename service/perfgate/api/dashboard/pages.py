@@ -358,6 +358,7 @@ def project_page(
     *,
     project: str,
     session: SessionDep,
+    sessions: SessionsDep,
     branch: str = "",
     metric: str = "time",
 ) -> Response:
