@@ -44,6 +44,7 @@ def _register() -> None:
     from perfgate.cli import (
         calibrate,
         changes,
+        ci,
         comment,
         compare,
         config_cmd,
@@ -62,6 +63,7 @@ def _register() -> None:
         upload,
         compare,
         comment,
+        ci,
         config_cmd,
         trend,
         changes,

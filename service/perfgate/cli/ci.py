@@ -1,0 +1,136 @@
+"""`perfgate ci`: the GitHub Action's steps (ci/action.yml runs them through ci/scripts/)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from perfgate.cli.options import alpha_option, fail_on_option, resolve, threshold_option
+from perfgate.config import CompareStepInputs, Settings
+from perfgate.errors import PerfgateError, UsageError
+from perfgate.policy import Setting, discover_policy
+
+if TYPE_CHECKING:
+    from perfgate.ci.compare_step import LocalCompare, LocalOutcome
+
+
+@click.group("ci")
+def command() -> None:
+    """The GitHub Action's steps, run by its shell shims (docs/github.md, The Action).
+
+    Each reads its inputs from INPUT_* variables, as ci/action.yml passes them, and writes step
+    outputs to $GITHUB_OUTPUT. Errors are one `::error` workflow command on stdout and one line
+    on stderr, with perfgate's exit codes.
+    """
+
+
+def _threshold(ctx: click.Context, given: str) -> Setting:
+    """INPUT_THRESHOLD counts as the flag; empty: PERFGATE_COMPARE_THRESHOLD, the policy, the
+    default."""
+    if not given:
+        return resolve(ctx, "threshold", discover_policy())
+    try:
+        value = float(given)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise UsageError(f"threshold: {given!r} is not a relative change (0 or more, 0.03 = 3%)")
+    return Setting("threshold", value, "flag", "threshold")
+
+
+@command.command("compare")
+@threshold_option
+@alpha_option
+@fail_on_option
+def compare(*, threshold: float | None, alpha: float | None, fail_on: str | None) -> None:
+    """The action's compare step: the results against the base, into comparison.json.
+
+    The base is INPUT_BASE; else, on a pull request, the merge-base of the PR's head and
+    INPUT_BASE_BRANCH (the PR's base branch, else main), computed with git, deepening a shallow
+    clone as needed; on a push, the previous tip. INPUT_BASE_RESULTS (the base's rounds measured
+    in this job) is compared directly. INPUT_SERVER without INPUT_DB compares on that perfgate
+    server (GET /api/v1/compare, INPUT_SERVER_TOKEN in a header). INPUT_THRESHOLD, when given,
+    is the --threshold; the project's policy file gives the rest, as for `perfgate compare`.
+
+    Values from the results (possibly a fork's artifact) are validated before any use.
+
+    \b
+    Outputs: comparison (path, empty when nothing was compared), regressions (count,
+    informational benchmarks included), gate (fail or pass, by the policy), base, base-branch,
+    pr, no-baseline (true when the store had nothing for the base).
+    \b
+    Exit codes:
+      0  compared, or nothing to compare (no baseline yet, no base): the outputs say which
+      2  bad input: an invalid or forged value or document, a bad policy, a base not in the store
+      3  the store or the perfgate server failed
+    """
+    from perfgate.ci.compare_step import StepEnvironment, run_compare_step
+    from perfgate.ci.step_io import StepOutputs, error
+
+    ctx = click.get_current_context()
+    inputs = CompareStepInputs.from_env()
+    settings = Settings.from_env()
+    try:
+        env = StepEnvironment(
+            cwd=Path.cwd(),
+            outputs=StepOutputs(inputs.github_output),
+            say=click.echo,
+            compare_locally=_local_comparer(ctx, inputs, settings),
+            server_settings=lambda: _server_settings(ctx, inputs),
+            max_bytes=settings.max_document_bytes,
+        )
+        run_compare_step(inputs, env)
+    except PerfgateError as exc:
+        # The annotation for the run's page, and the line the log shows where errors go.
+        click.echo(error(str(exc)))
+        click.echo(f"error: {' '.join(str(exc).split())}", err=True)
+        sys.exit(exc.exit_code)
+
+
+def _server_settings(ctx: click.Context, inputs: CompareStepInputs) -> dict[str, float]:
+    """The threshold and alpha that something other than perfgate's default set: the server's
+    defaults are perfgate's, so only those travel."""
+    found = [
+        _threshold(ctx, inputs.threshold),
+        resolve(ctx, "alpha", discover_policy()),
+    ]
+    return {s.name: float(s.value) for s in found if s.kind != "default"}
+
+
+def _local_comparer(
+    ctx: click.Context, inputs: CompareStepInputs, settings: Settings
+) -> LocalCompare:
+    """`perfgate compare BASE HEAD --format json --out OUT --fail-on-regression`, in process."""
+
+    def compare_locally(
+        *, base: str, head: str, base_branch: str, out: Path, db_url: str | None
+    ) -> LocalOutcome:
+        from perfgate.ci.compare_step import LocalOutcome
+        from perfgate.cli.compare import build_comparison, emit, with_policy_notes
+        from perfgate.policy import policy_gate
+        from perfgate.report.gate import fails
+        from perfgate.stats.compare import CompareSettings
+
+        policy = discover_policy()
+        gate = policy_gate(policy, resolve(ctx, "fail_on", policy).value)
+        comparison = build_comparison(
+            base=base,
+            head=head,
+            settings=CompareSettings(
+                alpha=resolve(ctx, "alpha", policy).value,
+                threshold=_threshold(ctx, inputs.threshold).value,
+            ),
+            project=None,
+            base_branch=base_branch,
+            db_url=db_url or settings.db_url,
+            max_bytes=settings.max_document_bytes,
+            policy=policy,
+        )
+        comparison = with_policy_notes(comparison, policy=policy, gate=gate)
+        emit(comparison, fmt="json", out=out)
+        return LocalOutcome(comparison=comparison, gate_failed=fails(comparison, gate))
+
+    return compare_locally
