@@ -61,6 +61,7 @@ def compare(*, threshold: float | None, alpha: float | None, fail_on: str | None
     Outputs: comparison (path, empty when nothing was compared), regressions (count,
     informational benchmarks included), gate (fail or pass, by the policy), base, base-branch,
     pr, no-baseline (true when the store had nothing for the base).
+
     \b
     Exit codes:
       0  compared, or nothing to compare (no baseline yet, no base): the outputs say which
