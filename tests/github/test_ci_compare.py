@@ -293,3 +293,30 @@ def test_a_shown_value_is_quoted_and_at_most_80_characters() -> None:
     assert shown("a\nb") == "'a\\nb'"
     long = shown("x" * 200)
     assert len(long) == 80 and long.endswith("...")
+
+
+# --- the small commands run.sh uses --------------------------------------------------------------
+
+
+def test_merge_base_command_prints_it_or_fails_without_a_word_on_stdout(
+    tmp_path: Path, repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = clone(repo, tmp_path / "work", shallow=True)
+    monkeypatch.chdir(work)
+    found = CliRunner().invoke(cli, ["ci", "merge-base", repo.head, "main", ""])
+    assert (found.exit_code, found.stdout) == (0, f"{repo.merge_base}\n")
+    missing = CliRunner().invoke(cli, ["ci", "merge-base", repo.head, "nope", "7"])
+    assert missing.exit_code == EXIT_USAGE and missing.stdout == ""  # run.sh captures stdout
+    assert "no merge-base" in missing.stderr
+    option = CliRunner().invoke(cli, ["ci", "merge-base", repo.head, "--", "--upload-pack=x"])
+    assert option.exit_code == EXIT_USAGE and "is not a branch or commit name" in option.stderr
+
+
+def test_event_command_reads_one_field_as_data(tmp_path: Path) -> None:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7, "head": {"sha": HEAD}}}))
+    env = {"GITHUB_EVENT_PATH": str(event)}
+    read = CliRunner().invoke(cli, ["ci", "event", "pull_request", "number"], env=env)
+    assert (read.exit_code, read.stdout) == (0, "7\n")
+    whole = CliRunner().invoke(cli, ["ci", "event", "pull_request", "head"], env=env)
+    assert (whole.exit_code, whole.stdout) == (0, "")  # an object is not a value

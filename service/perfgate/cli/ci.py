@@ -135,3 +135,46 @@ def _local_comparer(
         return LocalOutcome(comparison=comparison, gate_failed=fails(comparison, gate))
 
     return compare_locally
+
+
+@command.command("merge-base")
+@click.argument("head_sha", metavar="HEAD_SHA")
+@click.argument("base_branch", metavar="BASE_BRANCH")
+@click.argument("pr", metavar="[PR]", required=False, default="")
+def merge_base_command(*, head_sha: str, base_branch: str, pr: str) -> None:
+    """Print the merge-base of HEAD_SHA with origin/BASE_BRANCH (pull request PR, whose head
+    ref is fetched when the commit is missing), deepening a shallow clone as needed.
+
+    \b
+    Exit codes:
+      0  found (printed)
+      2  a bad argument, or no merge-base (no checkout, no such branch, unrelated histories)
+    """
+    from perfgate.ci.merge_base import merge_base
+    from perfgate.ci.step_io import require_commit, require_name, require_pr
+    from perfgate.errors import NotFoundError
+
+    require_commit("head commit", head_sha)
+    require_name("base-branch", base_branch)
+    if pr:
+        require_pr("pr", pr)
+    found = merge_base(Path.cwd(), head_sha=head_sha, base_branch=base_branch, pr=pr)
+    if not found:
+        raise NotFoundError(
+            f"no merge-base of {head_sha[:12]} with origin/{base_branch} in this checkout "
+            "(check out with fetch-depth: 0)"
+        )
+    click.echo(found)
+
+
+@command.command("event")
+@click.argument("keys", nargs=-1, required=True)
+def event_command(*, keys: tuple[str, ...]) -> None:
+    """Print one field of the job's event payload ($GITHUB_EVENT_PATH), read as data: the
+    value at KEYS (say, `pull_request head sha`) when it is a string or an integer, else
+    nothing."""
+    from perfgate.ci.compare_step import event_field, read_event
+
+    value = event_field(read_event(CompareStepInputs.from_env().event_path), *keys)
+    if value:
+        click.echo(value)
