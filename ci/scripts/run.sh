@@ -134,9 +134,6 @@ fi
 
 # The PR this run was for, as plain data for the fork-safe report workflow (which re-checks it).
 if [ -n "$pr" ]; then
-  "$PERFGATE_PY" - "$pr" "$(pg_event pull_request head sha)" "$out/pr.json" <<'PY'
-import json, sys
-json.dump({"pr": int(sys.argv[1]), "head_sha": sys.argv[2]}, open(sys.argv[3], "w"))
-PY
+  "$PERFGATE_PY" -m perfgate ci pr-claim "$pr" "$(pg_event pull_request head sha)" "$out/pr.json"
 fi
 pg_output results "$results"

@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result
 
 from perfgate.ci.compare_step import LocalOutcome, StepEnvironment, run_compare_step
 from perfgate.ci.merge_base import merge_base
+from perfgate.ci.pr_claim import read_pr_claim
 from perfgate.ci.server_compare import compare_on_server
 from perfgate.ci.step_io import StepOutputs, command_text, error, shown
 from perfgate.cli import cli
@@ -320,3 +321,19 @@ def test_event_command_reads_one_field_as_data(tmp_path: Path) -> None:
     assert (read.exit_code, read.stdout) == (0, "7\n")
     whole = CliRunner().invoke(cli, ["ci", "event", "pull_request", "head"], env=env)
     assert (whole.exit_code, whole.stdout) == (0, "")  # an object is not a value
+
+
+def test_pr_claim_round_trip_and_forged_claims(tmp_path: Path) -> None:
+    out = tmp_path / "artifact" / "pr.json"
+    written = CliRunner().invoke(cli, ["ci", "pr-claim", "7", HEAD, str(out)])
+    assert written.exit_code == 0, written.output
+    assert json.loads(out.read_text()) == {"pr": 7, "head_sha": HEAD}
+    assert read_pr_claim(out) == "7"
+    for forged in ('{"pr": "7; rm -rf /"}', '{"pr": true}', '{"pr": -3}', "[7]"):
+        out.write_text(forged)
+        assert read_pr_claim(out) == ""
+    out.write_text("7\n::error::x")
+    with pytest.raises(InputError, match="not a JSON object"):
+        read_pr_claim(out)
+    bad = CliRunner().invoke(cli, ["ci", "pr-claim", "7", FORGED, str(out)])
+    assert bad.exit_code == EXIT_USAGE and "is not a commit id" in bad.stderr

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from perfgate.ci.merge_base import merge_base
+from perfgate.ci.pr_claim import read_pr_claim
 from perfgate.ci.server_compare import compare_on_server
 from perfgate.ci.step_io import (
     StepOutputs,
@@ -85,22 +86,6 @@ def first_document(path: Path, label: str, *, max_bytes: int) -> ResultsDocument
     except DocumentError as exc:
         where = f"{label} {exc.path}" if exc.path else label
         raise InputError(f"{where}: {exc.detail} ({exc.source or path})") from None
-
-
-def pr_claim(path: Path) -> str:
-    """The PR number a pr.json beside someone else's results claims ("" unless a positive int).
-
-    Only a claim: `perfgate comment` checks it against GitHub (the PR's head must be the
-    measured commit) before using it.
-    """
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        raise InputError(f"{path}: not a JSON object with a pull request number") from None
-    value = data.get("pr") if isinstance(data, dict) else None
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return str(value)
-    return ""
 
 
 def event_field(event: dict[str, Any], *keys: str) -> str:
@@ -204,7 +189,7 @@ def _compare_step(inputs: CompareStepInputs, env: StepEnvironment) -> None:
     pr = inputs.pr
     claim = results.parent / "pr.json"
     if not pr and inputs.results and claim.is_file():
-        pr = pr_claim(claim)
+        pr = read_pr_claim(claim)
     if pr:
         require_pr("pr", pr)
     outputs.set("pr", pr)

@@ -178,3 +178,18 @@ def event_command(*, keys: tuple[str, ...]) -> None:
     value = event_field(read_event(CompareStepInputs.from_env().event_path), *keys)
     if value:
         click.echo(value)
+
+
+@command.command("pr-claim")
+@click.argument("pr", type=click.IntRange(min=1))
+@click.argument("head_sha", metavar="HEAD_SHA", default="")
+@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+def pr_claim_command(*, pr: int, head_sha: str, out: Path) -> None:
+    """Write OUT (pr.json): the pull request PR and its HEAD_SHA, for the fork-safe report,
+    which reads it back as a claim to check."""
+    from perfgate.ci.pr_claim import write_pr_claim
+    from perfgate.ci.step_io import require_commit
+
+    if head_sha:
+        require_commit("head commit", head_sha)
+    write_pr_claim(out, pr=pr, head_sha=head_sha)
