@@ -53,6 +53,9 @@ INPUT_DB = "INPUT_DB"
 INPUT_SERVER = "INPUT_SERVER"
 INPUT_SERVER_TOKEN = "INPUT_SERVER_TOKEN"
 INPUT_OUT_DIR = "INPUT_OUT_DIR"
+INPUT_BENCHMARKS = "INPUT_BENCHMARKS"
+INPUT_DEVICE = "INPUT_DEVICE"
+INPUT_ROUNDS = "INPUT_ROUNDS"
 
 
 @dataclass(frozen=True)
@@ -258,4 +261,22 @@ class CompareStepInputs:
             repository=env.get("GITHUB_REPOSITORY", ""),
             runner_environment=env.get("RUNNER_ENVIRONMENT", ""),
             data_home=env.get("XDG_DATA_HOME") or f"{home}/.local/share",
+        )
+
+
+@dataclass(frozen=True)
+class RunStepInputs:
+    """The run step's inputs that the project's policy may also give (empty when unset)."""
+
+    benchmarks: str = ""
+    device: str = ""
+    rounds: str = ""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RunStepInputs:
+        env = os.environ if environ is None else environ
+        return cls(
+            benchmarks=env.get(INPUT_BENCHMARKS, ""),
+            device=env.get(INPUT_DEVICE, ""),
+            rounds=env.get(INPUT_ROUNDS, ""),
         )

@@ -337,3 +337,25 @@ def test_pr_claim_round_trip_and_forged_claims(tmp_path: Path) -> None:
         read_pr_claim(out)
     bad = CliRunner().invoke(cli, ["ci", "pr-claim", "7", FORGED, str(out)])
     assert bad.exit_code == EXIT_USAGE and "is not a commit id" in bad.stderr
+
+
+def test_run_settings_inputs_then_policy_then_the_actions_three_rounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    clear = {"INPUT_BENCHMARKS": "", "INPUT_DEVICE": "", "INPUT_ROUNDS": ""}
+    bare = CliRunner().invoke(cli, ["ci", "run-settings"], env=clear)
+    assert (bare.exit_code, bare.stdout) == (0, "benchmarks\nauto\n3\n")
+    (tmp_path / "perfgate.toml").write_text('benchmarks = "perf"\ndevice = "cpu"\nrounds = 2\n')
+    policy = CliRunner().invoke(cli, ["ci", "run-settings"], env=clear)
+    assert (policy.exit_code, policy.stdout) == (0, "perf\ncpu\n2\n")
+    given = {"INPUT_BENCHMARKS": "b", "INPUT_DEVICE": "cuda:1", "INPUT_ROUNDS": "5"}
+    inputs = CliRunner().invoke(cli, ["ci", "run-settings"], env=given)
+    assert (inputs.exit_code, inputs.stdout) == (0, "b\ncuda:1\n5\n")
+    bad = CliRunner().invoke(cli, ["ci", "run-settings"], env={**clear, "INPUT_ROUNDS": "0"})
+    assert bad.exit_code == EXIT_USAGE and bad.stdout == ""
+    forged = CliRunner().invoke(
+        cli, ["ci", "run-settings"], env={**clear, "INPUT_BENCHMARKS": "b\n--evil"}
+    )
+    assert forged.exit_code == EXIT_USAGE and forged.stdout == ""

@@ -8,8 +8,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from perfgate.cli.options import alpha_option, fail_on_option, resolve, threshold_option
-from perfgate.config import CompareStepInputs, Settings
+from perfgate.cli.options import (
+    alpha_option,
+    fail_on_option,
+    policy_device_option,
+    resolve,
+    rounds_option,
+    threshold_option,
+)
+from perfgate.config import CompareStepInputs, RunStepInputs, Settings
 from perfgate.errors import PerfgateError, UsageError
 from perfgate.policy import Setting, discover_policy
 
@@ -193,3 +200,38 @@ def pr_claim_command(*, pr: int, head_sha: str, out: Path) -> None:
     if head_sha:
         require_commit("head commit", head_sha)
     write_pr_claim(out, pr=pr, head_sha=head_sha)
+
+
+# The action measures 3 rounds where `perfgate run` measures 1, unless something set them.
+ACTION_ROUNDS = 3
+
+
+@command.command("run-settings")
+@policy_device_option
+@rounds_option
+def run_settings_command(*, device: str | None, rounds: int | None) -> None:
+    """Print the run step's benchmarks path, device and rounds, one a line.
+
+    Each is its input (INPUT_BENCHMARKS, INPUT_DEVICE, INPUT_ROUNDS) when given, else what
+    `perfgate config` resolves: the variable, the project's policy file, the default; rounds
+    are 3 when only perfgate's default (1) set them. Both sides of an alternating run get these
+    values explicitly (the base's checkout may hold another policy).
+    """
+    from perfgate.policy import from_policy
+
+    ctx = click.get_current_context()
+    inputs = RunStepInputs.from_env()
+    policy = discover_policy()
+    benchmarks = inputs.benchmarks or str(from_policy(policy, "benchmarks").value)
+    chosen_device = inputs.device or str(resolve(ctx, "device", policy).value)
+    if inputs.rounds:
+        if not inputs.rounds.isdigit() or int(inputs.rounds) < 1:
+            raise UsageError(f"rounds: {inputs.rounds!r} is not a whole number of 1 or more")
+        chosen_rounds = int(inputs.rounds)
+    else:
+        found = resolve(ctx, "rounds", policy)
+        chosen_rounds = ACTION_ROUNDS if found.kind == "default" else int(found.value)
+    for name, value in (("benchmarks", benchmarks), ("device", chosen_device)):
+        if "\n" in value or "\r" in value:
+            raise UsageError(f"{name}: {value!r} holds a line break")
+    click.echo(f"{benchmarks}\n{chosen_device}\n{chosen_rounds}")
