@@ -101,35 +101,11 @@ pg_store_env() {
 # One field of the event payload, read as data (never evaluated): pg_event KEY [KEY...]
 pg_event() {
   [ -n "${GITHUB_EVENT_PATH:-}" ] && [ -f "$GITHUB_EVENT_PATH" ] || return 0
-  "$PERFGATE_PY" - "$GITHUB_EVENT_PATH" "$@" <<'PY'
-import json, sys
-value = json.load(open(sys.argv[1], encoding="utf-8"))
-for key in sys.argv[2:]:
-    value = value.get(key) if isinstance(value, dict) else None
-if isinstance(value, (str, int)) and not isinstance(value, bool):
-    print(value)
-PY
+  "$PERFGATE_PY" -m perfgate ci event "$@"
 }
 
 # The merge-base of commit $1 with origin/$2 (PR number $3, may be empty), fetching what a
-# shallow checkout lacks: pg_merge_base HEAD_SHA BASE_BRANCH [PR]
+# shallow checkout lacks; fails when there is none: pg_merge_base HEAD_SHA BASE_BRANCH [PR]
 pg_merge_base() {
-  local head_sha="$1" base_branch="$2" pr="${3:-}"
-  git rev-parse --git-dir > /dev/null 2>&1 || return 1
-  git fetch --no-tags --quiet origin "+refs/heads/$base_branch:refs/remotes/origin/$base_branch" || true
-  if ! git cat-file -e "$head_sha^{commit}" 2> /dev/null; then
-    git fetch --no-tags --quiet origin "$head_sha" ||
-      { [ -n "$pr" ] && git fetch --no-tags --quiet origin "+refs/pull/$pr/head"; } || true
-  fi
-  local found depth
-  for depth in 50 500 5000; do
-    if found="$(git merge-base "origin/$base_branch" "$head_sha" 2> /dev/null)"; then
-      printf '%s\n' "$found"
-      return 0
-    fi
-    [ "$(git rev-parse --is-shallow-repository)" = true ] || return 1
-    git fetch --no-tags --quiet --deepen="$depth" origin "$base_branch" || return 1
-  done
-  git fetch --no-tags --quiet --unshallow origin || return 1
-  git merge-base "origin/$base_branch" "$head_sha"
+  "$PERFGATE_PY" -m perfgate ci merge-base "$@"
 }

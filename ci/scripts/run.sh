@@ -49,25 +49,16 @@ if [ -n "${INPUT_RESULTS:-}" ]; then
 fi
 
 # An input left empty falls to the project's policy (pyproject.toml's [tool.perfgate] or
-# perfgate.toml), then to perfgate's default: `perfgate config` resolves them as `perfgate run`
-# would, and both sides get the values explicitly (the base's checkout may hold another policy).
-config=(config --json)
-if [ -n "${INPUT_BENCHMARKS:-}" ]; then config+=(--benchmarks "$INPUT_BENCHMARKS"); fi
-if [ -n "${INPUT_DEVICE:-}" ]; then config+=(--device "$INPUT_DEVICE"); fi
-if [ -n "${INPUT_ROUNDS:-}" ]; then config+=(--rounds "$INPUT_ROUNDS"); fi
-settings="$("$PERFGATE_PY" -m perfgate "${config[@]}")"
-# setting NAME: the effective value; with a second argument, that value when nothing but perfgate's
-# own default set it (the action measures 3 rounds where `perfgate run` measures 1).
-setting() {
-  "$PERFGATE_PY" - "$settings" "$1" "${2:-}" <<'PY'
-import json, sys
-found = json.loads(sys.argv[1])["settings"][sys.argv[2]]
-print(sys.argv[3] if sys.argv[3] and found["source"] == "default" else found["value"])
-PY
-}
-benchmarks="$(setting benchmarks)"
-rounds="$(setting rounds 3)"
-common=(--no-store --device "$(setting device)")
+# perfgate.toml), then to perfgate's default, resolved as `perfgate run` would (but 3 rounds
+# unless something set them); both sides get the values explicitly (the base's checkout may hold
+# another policy).
+resolved="$("$PERFGATE_PY" -m perfgate ci run-settings)"
+{
+  IFS= read -r benchmarks
+  IFS= read -r device
+  IFS= read -r rounds
+} <<< "$resolved"
+common=(--no-store --device "$device")
 if [ -n "${INPUT_MAX_TIME:-}" ]; then common+=(--max-time "$INPUT_MAX_TIME"); fi
 if [ -n "${INPUT_FILTER:-}" ]; then common+=(-k "$INPUT_FILTER"); fi
 
@@ -134,9 +125,6 @@ fi
 
 # The PR this run was for, as plain data for the fork-safe report workflow (which re-checks it).
 if [ -n "$pr" ]; then
-  "$PERFGATE_PY" - "$pr" "$(pg_event pull_request head sha)" "$out/pr.json" <<'PY'
-import json, sys
-json.dump({"pr": int(sys.argv[1]), "head_sha": sys.argv[2]}, open(sys.argv[3], "w"))
-PY
+  "$PERFGATE_PY" -m perfgate ci pr-claim "$pr" "$(pg_event pull_request head sha)" "$out/pr.json"
 fi
 pg_output results "$results"

@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from perfgate.errors import UsageError
 
@@ -37,6 +38,24 @@ ENV_RUN_ROUNDS = "PERFGATE_RUN_ROUNDS"
 ENV_COMPARE_THRESHOLD = "PERFGATE_COMPARE_THRESHOLD"
 ENV_COMPARE_ALPHA = "PERFGATE_COMPARE_ALPHA"
 ENV_COMPARE_FAIL_ON = "PERFGATE_COMPARE_FAIL_ON"
+
+# The GitHub Action's steps: composite actions do not export inputs, so ci/action.yml passes
+# each one as an INPUT_* variable in the step's `env:` (docs/github.md, The Action).
+INPUT_RESULTS_FILE = "INPUT_RESULTS_FILE"
+INPUT_BASE_RESULTS = "INPUT_BASE_RESULTS"
+INPUT_RESULTS = "INPUT_RESULTS"
+INPUT_BASE = "INPUT_BASE"
+INPUT_BASE_BRANCH = "INPUT_BASE_BRANCH"
+INPUT_HEAD_SHA = "INPUT_HEAD_SHA"
+INPUT_PR = "INPUT_PR"
+INPUT_THRESHOLD = "INPUT_THRESHOLD"
+INPUT_DB = "INPUT_DB"
+INPUT_SERVER = "INPUT_SERVER"
+INPUT_SERVER_TOKEN = "INPUT_SERVER_TOKEN"
+INPUT_OUT_DIR = "INPUT_OUT_DIR"
+INPUT_BENCHMARKS = "INPUT_BENCHMARKS"
+INPUT_DEVICE = "INPUT_DEVICE"
+INPUT_ROUNDS = "INPUT_ROUNDS"
 
 
 @dataclass(frozen=True)
@@ -205,3 +224,75 @@ def parse_byte_size(text: str, *, source: str = "size") -> int:
     if value <= 0:
         raise UsageError(f"{source}: size must be positive, got {text!r}")
     return value
+
+
+@dataclass(frozen=True)
+class CompareStepInputs:
+    """What the action's compare step is given: its INPUT_* variables (empty when unset) and
+    the parts of the runner's environment it reads."""
+
+    results_file: str = ""
+    base_results: str = ""
+    results: str = ""
+    base: str = ""
+    base_branch: str = ""
+    head_sha: str = ""
+    pr: str = ""
+    threshold: str = ""
+    db: str = ""
+    server: str = ""
+    server_token: str = ""
+    # Where results, traces and the comparison go (the artifact step uploads this folder).
+    out_dir: str = "/tmp/perfgate"
+    github_output: str = ""
+    event_path: str = ""
+    github_sha: str = ""
+    github_base_ref: str = ""
+    repository: str = ""
+    runner_environment: str = ""
+    # $XDG_DATA_HOME, else ~/.local/share: where the embedded store lives (outside the workspace).
+    data_home: str = ""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> CompareStepInputs:
+        env = os.environ if environ is None else environ
+        home = env.get("HOME") or str(Path.home())
+        return cls(
+            results_file=env.get(INPUT_RESULTS_FILE, ""),
+            base_results=env.get(INPUT_BASE_RESULTS, ""),
+            results=env.get(INPUT_RESULTS, ""),
+            base=env.get(INPUT_BASE, ""),
+            base_branch=env.get(INPUT_BASE_BRANCH, ""),
+            head_sha=env.get(INPUT_HEAD_SHA, ""),
+            pr=env.get(INPUT_PR, ""),
+            threshold=env.get(INPUT_THRESHOLD, ""),
+            db=env.get(INPUT_DB, ""),
+            server=env.get(INPUT_SERVER, ""),
+            server_token=env.get(INPUT_SERVER_TOKEN, ""),
+            out_dir=env.get(INPUT_OUT_DIR) or f"{env.get('RUNNER_TEMP') or '/tmp'}/perfgate",
+            github_output=env.get("GITHUB_OUTPUT", ""),
+            event_path=env.get("GITHUB_EVENT_PATH", ""),
+            github_sha=env.get("GITHUB_SHA", ""),
+            github_base_ref=env.get("GITHUB_BASE_REF", ""),
+            repository=env.get("GITHUB_REPOSITORY", ""),
+            runner_environment=env.get("RUNNER_ENVIRONMENT", ""),
+            data_home=env.get("XDG_DATA_HOME") or f"{home}/.local/share",
+        )
+
+
+@dataclass(frozen=True)
+class RunStepInputs:
+    """The run step's inputs that the project's policy may also give (empty when unset)."""
+
+    benchmarks: str = ""
+    device: str = ""
+    rounds: str = ""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RunStepInputs:
+        env = os.environ if environ is None else environ
+        return cls(
+            benchmarks=env.get(INPUT_BENCHMARKS, ""),
+            device=env.get(INPUT_DEVICE, ""),
+            rounds=env.get(INPUT_ROUNDS, ""),
+        )

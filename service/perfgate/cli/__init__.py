@@ -44,6 +44,7 @@ def _register() -> None:
     from perfgate.cli import (
         calibrate,
         changes,
+        ci,
         comment,
         compare,
         config_cmd,
@@ -64,6 +65,7 @@ def _register() -> None:
         import_cmd,
         compare,
         comment,
+        ci,
         config_cmd,
         trend,
         changes,
