@@ -25,8 +25,10 @@ from perfgate.api.dashboard.ticks import axis_ticks
 from perfgate.api.deps import SessionDep, SessionsDep
 from perfgate.errors import AuthenticationError, NotFoundError, PerfgateError
 from perfgate.report.units import format_change, format_value
+from perfgate.stats.compare import CompareSettings
 from perfgate.stats.model import Comparison
 from perfgate.store import comparisons, reads
+from perfgate.store.queries import default_branch
 from perfgate.store.trends import Series, load_series, set_change_status
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
@@ -78,7 +80,7 @@ def trend_page(
     metrics = queries.benchmark_metrics(session, benchmark_id=bench.id)
     branches = queries.series_branches(session, benchmark_id=bench.id, metric=metric)
     if not branch:
-        preferred = queries.default_branch(session, project_id=summary.id)
+        preferred = default_branch(session, project_id=summary.id)
         branch = preferred if preferred in branches else (branches[0] if branches else "main")
     root = root_path(request)
     pr_runs = _latest_per_pr(reads.list_runs(session, project_id=summary.id, limit=PR_SCAN))
@@ -336,18 +338,13 @@ def compare_page(
     base: str = "",
     head: str = "",
 ) -> Response:
-    summary = _project(request, session, project)
+    _project(request, session, project)  # 404 for an unknown project, 401 without access
     if not base or not head:
         raise NotFoundError("compare what? the comparison page needs ?base= and ?head=")
-    head_side = comparisons.resolve_side(session, project_id=summary.id, ref=head)
-    base_side = comparisons.resolve_side(
-        session,
-        project_id=summary.id,
-        ref=base,
-        fallback_branch=queries.default_branch(session, project_id=summary.id),
-        before=head_side.started_at,
+    session.close()
+    comparison = comparisons.compare_in_store(
+        sessions, base=base, head=head, project=project, settings=CompareSettings()
     )
-    comparison = runcompare.compare(sessions, base_side, head_side)
     return render(
         request,
         "compare.html",
@@ -368,7 +365,7 @@ def project_page(
     summary = _project(request, session, project)
     branches = reads.list_branches(session, project_id=summary.id)
     if not branch:
-        branch = queries.default_branch(session, project_id=summary.id) or ""
+        branch = default_branch(session, project_id=summary.id) or ""
     rows: list[queries.BenchmarkRow] = []
     if branch:
         rows = queries.benchmark_rows(session, project_id=summary.id, branch=branch, metric=metric)
