@@ -53,20 +53,19 @@ def run_benchmarks(
 ) -> ResultsDocument:
     """Run the benchmarks under `paths` and return the validated results document.
 
-    `rounds` > 1 runs the whole selection that many times, each round in a fresh
-    `python -m perfgate.harness.worker` process, and pools the rounds (DESIGN §4). `github`
-    defaults to `GitHubContext.from_env()`; `cwd` (default: the current directory) anchors
-    relative paths and the local git lookup. `pin_malloc` fixes glibc's malloc thresholds in
-    every measuring process (see `perfgate.harness.allocator`). `isolate` measures a single
-    round in a worker process too, so that a process which ran other benchmarks before (the
-    demo runs both sides) does not measure with warm caches and compiled kernels. `interleave`
-    samples the instances of a round in slices, round-robin (`measure_interleaved`); None means
-    on CPU only (on CUDA every setup alive at once could exhaust device memory).
-    `device_timing` (CUDA) is "events" (time from an idle device: launching and running) or
-    "queued" (the device's work alone, see `perfgate.harness.timing`); `cold_cache` (CUDA)
-    flushes L2 before each call and times each call alone (the default is hot-cache timing,
-    back-to-back calls). Raises UsageError for bad
-    options, a missing commit or an empty selection.
+    `rounds` > 1 runs the whole selection that many times, each round in a fresh `python -m
+    perfgate.harness.worker` process, and pools the rounds (docs/architecture.md §4). `github`
+    defaults to `GitHubContext.from_env()`; `cwd` (default: the current directory) anchors relative
+    paths and the local git lookup. `pin_malloc` fixes glibc's malloc thresholds in every measuring
+    process (see `perfgate.harness.allocator`). `isolate` measures a single round in a worker
+    process too, so that a process which ran other benchmarks before (the demo runs both sides) does
+    not measure with warm caches and compiled kernels. `interleave` samples the instances of a round
+    in slices, round-robin (`measure_interleaved`); None means on CPU only (on CUDA every setup
+    alive at once could exhaust device memory). `device_timing` (CUDA) is "events" (time from an
+    idle device: launching and running) or "queued" (the device's work alone, see
+    `perfgate.harness.timing`); `cold_cache` (CUDA) flushes L2 before each call and times each call
+    alone (the default is hot-cache timing, back-to-back calls). Raises UsageError for bad options,
+    a missing commit or an empty selection.
     """
     if rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {rounds}")
