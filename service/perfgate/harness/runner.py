@@ -13,6 +13,7 @@ from perfgate.errors import UsageError
 from perfgate.harness.allocator import SYSTEM, pin_malloc_thresholds
 from perfgate.harness.api import BenchmarkInstance
 from perfgate.harness.device_errors import DeviceContextLostError
+from perfgate.harness.devices import is_cuda
 from perfgate.harness.discovery import DEFAULT_PATH, ImportFailure, Selection, discover
 from perfgate.harness.gitinfo import resolve_git
 from perfgate.harness.measure import (
@@ -90,6 +91,12 @@ def run_benchmarks(
     )
     started_at = _now()
     device_name = resolve_device(device)
+    if not is_cuda(device_name) and (cold_cache or device_timing != "events"):
+        # CPU timing has no device queue or L2 flush to choose: refuse rather than ignore it.
+        raise UsageError(
+            f"--cold-cache and --device-timing {device_timing} time a CUDA device; "
+            f"this run measures on {device_name}"
+        )
     # Before torch allocates anything, so the measuring process starts in the pinned mode.
     malloc = pin_malloc_thresholds() if pin_malloc else SYSTEM
     torch_device = prepare_torch(device_name, threads)
