@@ -163,9 +163,9 @@ def build_comparison(
     from perfgate.store import comparisons
     from perfgate.store.connect import open_store
 
-    with open_store(db_url or DEFAULT_DB_URL) as store:
+    with open_store(db_url or DEFAULT_DB_URL) as store, store.sessions() as session:
         base_side, head_side = comparisons.resolve_sides(
-            store.sessions,
+            session,
             base=loaded.get(base, base),
             head=loaded.get(head, head),
             project=project,
@@ -174,9 +174,7 @@ def build_comparison(
         base_side, head_side, settings = apply_policy(
             base_side, head_side, settings=settings, policy=policy
         )
-        return comparisons.compare_with_evidence(
-            store.sessions, base_side, head_side, settings=settings
-        )
+        return comparisons.compare_with_evidence(session, base_side, head_side, settings=settings)
 
 
 def _missing_sqlite_file(db_url: str) -> bool:

@@ -144,12 +144,13 @@ def command(
                 click.echo(f"wrote {path}; {describe(outcome)}", err=True)
                 documents[branch].append(document)
 
-        comparison = comparisons.compare_in_store(
-            store.sessions,
-            base=Side(documents=documents["main"], label="main"),
-            head=Side(documents=documents["demo-pr"]),
-            settings=CompareSettings(),
-        )
+        with store.sessions() as session:
+            comparison = comparisons.compare_in_store(
+                session,
+                base=Side(documents=documents["main"], label="main"),
+                head=Side(documents=documents["demo-pr"]),
+                settings=CompareSettings(),
+            )
 
     import json
 

@@ -1,6 +1,9 @@
 """Use case: compare two sides named by the user (commits or branches in the store, or sides
 already loaded from results files), with the store's evidence about the runner.
 
+Every function reads through the caller's Session and never commits or closes it: a route
+passes its request's session, the CLI one it opened (docs/architecture.md §1).
+
 Runs stored for the same commit are pooled as rounds; earlier runs of the base branch give the
 comparator its history noise model; a base commit without data falls back, with a warning, to
 the nearest earlier run of the base branch. A base that the store has nothing for (an empty
@@ -13,7 +16,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from perfgate.errors import NoBaselineError, NotFoundError
 from perfgate.results import ResultsDocument
@@ -78,37 +81,35 @@ def resolve_side(
     raise NotFoundError(f"{ref!r} is neither a results file nor a commit or branch in the store")
 
 
-def history_for(sessions: sessionmaker[Session], *, base: Side) -> list[PastRun]:
+def history_for(session: Session, *, base: Side) -> list[PastRun]:
     """Medians of the base branch's earlier runs on the base's runner class, for the noise model."""
     first = base.documents[0]
     if not first.run.branch:
         return []
-    with sessions() as session:
-        try:
-            project = queries.resolve_project(session, name=first.run.project)
-        except NotFoundError:
-            return []  # a project the store has never seen has no history
-        return queries.history_medians(
-            session,
-            project_id=project.id,
-            branch=first.run.branch,
-            before=base.started_at,
-            exclude=[d.run.id for d in base.documents],
-            fingerprint=str(first.environment.fingerprint),
-        )
+    try:
+        project = queries.resolve_project(session, name=first.run.project)
+    except NotFoundError:
+        return []  # a project the store has never seen has no history
+    return queries.history_medians(
+        session,
+        project_id=project.id,
+        branch=first.run.branch,
+        before=base.started_at,
+        exclude=[d.run.id for d in base.documents],
+        fingerprint=str(first.environment.fingerprint),
+    )
 
 
-def calibration_for(sessions: sessionmaker[Session], *, base: Side) -> Calibration | None:
+def calibration_for(session: Session, *, base: Side) -> Calibration | None:
     """The newest calibration record of the base's project and runner class, if any."""
     first = base.documents[0]
-    with sessions() as session:
-        try:
-            project = queries.resolve_project(session, name=first.run.project)
-        except NotFoundError:
-            return None
-        return latest_calibration(
-            session, project_id=project.id, fingerprint=str(first.environment.fingerprint)
-        )
+    try:
+        project = queries.resolve_project(session, name=first.run.project)
+    except NotFoundError:
+        return None
+    return latest_calibration(
+        session, project_id=project.id, fingerprint=str(first.environment.fingerprint)
+    )
 
 
 def project_id_for(session: Session, *, name: str | None) -> int:
@@ -139,7 +140,7 @@ def require_documents(side: Side, what: str) -> Side:
 
 
 def compare_with_evidence(
-    sessions: sessionmaker[Session], base: Side, head: Side, *, settings: CompareSettings
+    session: Session, base: Side, head: Side, *, settings: CompareSettings
 ) -> Comparison:
     """Compare two loaded sides with what the store knows of the base's runner: the base
     branch's earlier runs (history) and the newest calibration record."""
@@ -147,13 +148,13 @@ def compare_with_evidence(
         base,
         head,
         settings=settings,
-        history=history_for(sessions, base=base),
-        calibration=calibration_for(sessions, base=base),
+        history=history_for(session, base=base),
+        calibration=calibration_for(session, base=base),
     )
 
 
 def resolve_sides(
-    sessions: sessionmaker[Session],
+    session: Session,
     *,
     base: str | Side,
     head: str | Side,
@@ -167,33 +168,32 @@ def resolve_sides(
     head (default: the project's main branch, `queries.default_branch`); when nothing stands in
     for it, NoBaselineError (exit 4).
     """
-    with sessions() as session:
-        if isinstance(head, Side):
-            head_side = head
-        else:
-            head_side = require_documents(
-                resolve_side(session, project_id=project_id_for(session, name=project), ref=head),
-                f"head {head}",
-            )
-        if isinstance(base, Side):
-            return base, head_side
-        name = project or head_side.documents[0].run.project
-        fallback = base_branch or _default_branch_of(session, name) or "main"
-        base_side = require_documents(
-            resolve_base(
-                session,
-                project=name,
-                ref=base,
-                fallback_branch=fallback,
-                before=head_side.started_at,
-            ),
-            f"base {base}",
+    if isinstance(head, Side):
+        head_side = head
+    else:
+        head_side = require_documents(
+            resolve_side(session, project_id=project_id_for(session, name=project), ref=head),
+            f"head {head}",
         )
+    if isinstance(base, Side):
+        return base, head_side
+    name = project or head_side.documents[0].run.project
+    fallback = base_branch or _default_branch_of(session, name) or "main"
+    base_side = require_documents(
+        resolve_base(
+            session,
+            project=name,
+            ref=base,
+            fallback_branch=fallback,
+            before=head_side.started_at,
+        ),
+        f"base {base}",
+    )
     return base_side, head_side
 
 
 def compare_in_store(
-    sessions: sessionmaker[Session],
+    session: Session,
     *,
     base: str | Side,
     head: str | Side,
@@ -204,9 +204,9 @@ def compare_in_store(
     """The one "compare BASE with HEAD" behind `perfgate compare`, `GET /api/v1/compare`, the
     dashboard's compare page and the demo: `resolve_sides`, then `compare_with_evidence`."""
     base_side, head_side = resolve_sides(
-        sessions, base=base, head=head, project=project, base_branch=base_branch
+        session, base=base, head=head, project=project, base_branch=base_branch
     )
-    return compare_with_evidence(sessions, base_side, head_side, settings=settings)
+    return compare_with_evidence(session, base_side, head_side, settings=settings)
 
 
 def _default_branch_of(session: Session, project: str) -> str | None:

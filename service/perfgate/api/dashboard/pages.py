@@ -268,16 +268,14 @@ async def change_status_form(
 
 
 @router.get("/p/{project:path}/runs/{run_id}", name="dashboard_run")
-def run_page(
-    request: Request, project: str, run_id: str, session: SessionDep, sessions: SessionsDep
-) -> Response:
+def run_page(request: Request, project: str, run_id: str, session: SessionDep) -> Response:
     summary = _project(request, session, project)
     run = reads.get_run(session, run_id=run_id)
     if run.project != project:
         raise NotFoundError(f"run {run_id!r} is not a run of {project!r}")
     head = comparisons.resolve_side(session, project_id=summary.id, ref=run.commit)
     base, note = runcompare.base_side(session, project_id=summary.id, run=run, head=head)
-    comparison = runcompare.compare(sessions, base, head) if base is not None else None
+    comparison = runcompare.compare(session, base, head) if base is not None else None
     return render(
         request,
         "run.html",
@@ -334,16 +332,14 @@ def compare_page(
     *,
     project: str,
     session: SessionDep,
-    sessions: SessionsDep,
     base: str = "",
     head: str = "",
 ) -> Response:
     _project(request, session, project)  # 404 for an unknown project, 401 without access
     if not base or not head:
         raise NotFoundError("compare what? the comparison page needs ?base= and ?head=")
-    session.close()
     comparison = comparisons.compare_in_store(
-        sessions, base=base, head=head, project=project, settings=CompareSettings()
+        session, base=base, head=head, project=project, settings=CompareSettings()
     )
     return render(
         request,
@@ -358,7 +354,6 @@ def project_page(
     *,
     project: str,
     session: SessionDep,
-    sessions: SessionsDep,
     branch: str = "",
     metric: str = "time",
 ) -> Response:
@@ -374,7 +369,7 @@ def project_page(
     scanned = reads.list_runs(session, project_id=summary.id, limit=PR_SCAN)
     recent = scanned[:RECENT_RUNS]
     pr_runs = _latest_per_pr(scanned)[:PR_RUNS]
-    headlines = _headlines(request, session, sessions, summary, [*pr_runs, *recent])
+    headlines = _headlines(request, session, summary, [*pr_runs, *recent])
     shown = [_benchmark_row(root, project, branch, metric, row) for row in _triage_order(rows)]
 
     def run_row(run: reads.RunSummary) -> dict[str, Any]:
@@ -445,7 +440,6 @@ def _latest_per_pr(runs: list[reads.RunSummary]) -> list[reads.RunSummary]:
 def _headlines(
     request: Request,
     session: Session,
-    sessions: sessionmaker[Session],
     summary: reads.ProjectSummary,
     runs: list[reads.RunSummary],
 ) -> dict[str, Headline]:
@@ -454,8 +448,6 @@ def _headlines(
     cache = dashboard_state(request).headlines
     state = (summary.id, summary.runs, summary.latest_run_at)
     return {
-        run.id: cache.get(
-            run.id, state, partial(runcompare.prepare, session, sessions, summary.id, run)
-        )
+        run.id: cache.get(run.id, state, partial(runcompare.prepare, session, summary.id, run))
         for run in runs
     }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from perfgate.api.dashboard import queries
 from perfgate.errors import NotFoundError, PerfgateError
@@ -86,30 +86,28 @@ class Inputs:
         )
 
 
-def inputs(sessions: sessionmaker[Session], base: Side, head: Side) -> Inputs:
+def inputs(session: Session, base: Side, head: Side) -> Inputs:
     base = comparisons.require_documents(base, "base")
     head = comparisons.require_documents(head, "head")
     return Inputs(
         base=base,
         head=head,
-        history=comparisons.history_for(sessions, base=base),
-        calibration=comparisons.calibration_for(sessions, base=base),
+        history=comparisons.history_for(session, base=base),
+        calibration=comparisons.calibration_for(session, base=base),
     )
 
 
-def compare(sessions: sessionmaker[Session], base: Side, head: Side) -> Comparison:
-    return inputs(sessions, base, head).compare()
+def compare(session: Session, base: Side, head: Side) -> Comparison:
+    return inputs(session, base, head).compare()
 
 
-def prepare(
-    session: Session, sessions: sessionmaker[Session], project_id: int, run: reads.RunSummary
-) -> Inputs | str:
+def prepare(session: Session, project_id: int, run: reads.RunSummary) -> Inputs | str:
     """A run's comparison inputs, or why it has none (a line for the run lists)."""
     try:
         head = comparisons.resolve_side(session, project_id=project_id, ref=run.commit)
         base, note = base_side(session, project_id=project_id, run=run, head=head)
         if base is None:
             return note or "nothing to compare with"
-        return inputs(sessions, base, head)
+        return inputs(session, base, head)
     except PerfgateError as exc:
         return str(exc)

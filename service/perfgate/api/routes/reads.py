@@ -88,7 +88,6 @@ def compare(
     *,
     request: Request,
     session: SessionDep,
-    sessions: SessionsDep,
     project: ProjectQuery,
     base: Annotated[
         str, Query(min_length=1, max_length=255, description="Commit, prefix or branch.")
@@ -114,9 +113,8 @@ def compare(
     """
     authorize(request, session, project=project, scope="read")
     reads.get_project(session, name=project)  # 404 for a project the store does not have
-    session.close()
     comparison = comparisons.compare_in_store(
-        sessions,
+        session,
         base=base,
         head=head,
         project=project,
