@@ -21,6 +21,7 @@ FRAMEWORKS = {
     "psycopg",
 }
 PURE = [
+    "sides.py",
     "results.py",
     "document_json.py",
     "stats",

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 
 from perfgate.cli import cli
@@ -315,3 +318,48 @@ def test_a_folder_of_two_commits_is_refused(tmp_path: Path) -> None:
     (base / "round-2.json").write_text((base / "round-1.json").read_text())
     result = invoke("compare", str(base), str(head), "--db", f"sqlite:///{tmp_path}/x.db")
     assert result.exit_code == 2 and "each run counts once" in result.stderr
+
+
+def test_two_files_give_the_same_verdict_in_every_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A folder whose default store holds eight earlier main runs of the base's runner.
+    here = tmp_path / "project"
+    (here / ".perfgate").mkdir(parents=True)
+    with open_store(f"sqlite:///{here}/.perfgate/perfgate.db") as store:
+        for seed in range(1, 9):
+            document = synthetic_document(benchmarks=8, samples=20, seed=seed)
+            store_document(store.sessions, parse_document(document))
+    base = synthetic_document(benchmarks=8, samples=20, seed=20, commit="a" * 40)
+    head = synthetic_document(benchmarks=8, samples=20, seed=21, commit="b" * 40, branch="x")
+    files = [tmp_path / "base.json", tmp_path / "head.json"]
+    for path, document in zip(files, (base, head), strict=True):
+        path.write_text(json.dumps(document))
+    monkeypatch.delenv("PERFGATE_DB", raising=False)
+
+    def compare_in(folder: Path, *extra: str) -> dict[str, Any]:
+        monkeypatch.chdir(folder)
+        result = invoke("compare", *map(str, files), "--format", "json", *extra)
+        assert result.exit_code == 0, result.output
+        data: dict[str, Any] = json.loads(result.stdout)
+        return data
+
+    elsewhere, there = compare_in(tmp_path), compare_in(here)
+    assert there == elsewhere  # the store sitting in the folder is not read
+    assert not any("earlier runs" in w for w in there["warnings"])
+    # Named, the store is evidence.
+    named = compare_in(here, "--db", f"sqlite:///{here}/.perfgate/perfgate.db")
+    assert any("noise model: 8 earlier runs of main" in w for w in named["warnings"])
+
+
+def test_comparing_two_files_imports_no_store(tmp_path: Path) -> None:
+    base, head = _files(tmp_path)
+    code = (
+        "import sys\nfrom perfgate.cli import cli\n"
+        f"cli.main(['compare', {base!r}, {head!r}, '--format', 'json'], standalone_mode=False)\n"
+        "print('LOADED', sorted(m for m in ('sqlalchemy', 'alembic') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert "LOADED []" in done.stdout

@@ -35,8 +35,8 @@ from perfgate.cli import cli
 from perfgate.config import Settings
 from perfgate.errors import DocumentError
 from perfgate.results import ResultsDocument, make_key, parse_document, parse_document_bytes
+from perfgate.sides import Side, compare_sides
 from perfgate.stats.compare import CompareSettings
-from perfgate.store.comparisons import Side, compare_sides
 from perfgate.store.connect import Store, open_store
 from perfgate.store.documents import rebuild_document
 from perfgate.store.uploads import store_document

@@ -11,7 +11,6 @@
     │   ├── AuthenticationError   no API token, or an unknown or revoked one
     │   ├── PermissionDeniedError the token lacks the scope or is for another project
     │   └── ServerRefusedError    a perfgate server answered 4xx (carries its code)
-    ├── NotImplementedYetError    a command that a later release fills in        (2)
     └── ExternalError             an external system failed after retries          (3)
         ├── DatabaseError         the database could not be reached or refused work
         ├── ServerUnavailableError a perfgate server could not be reached or failed (5xx)
@@ -19,7 +18,7 @@
 
 The CLI turns these into one line on stderr and the exit code; the API into one JSON error shape.
 Exit 4 (no baseline) is its own code so that CI can tell "nothing to compare with yet" (a first
-PR, an empty store) from bad input without reading the message (DESIGN §10).
+PR, an empty store) from bad input without reading the message (docs/architecture.md §7).
 """
 
 from __future__ import annotations
@@ -112,12 +111,6 @@ class ServerRefusedError(InputError):
         self.code = code
         self.status = status
         super().__init__(message)
-
-
-class NotImplementedYetError(PerfgateError):
-    """A command whose implementation lands in a later release."""
-
-    code = "not_implemented"
 
 
 class ExternalError(PerfgateError):

@@ -35,7 +35,8 @@ _COMMIT_RE = re.compile(r"[0-9a-f]{7,64}")
 
 
 def make_key(name: str, params: Mapping[str, ParamValue]) -> str:
-    """The instance key of DESIGN §2: `name[k=v,...]` with params sorted by key, or just `name`."""
+    """The instance key (docs/architecture.md §2): `name[k=v,...]` with params sorted by key,
+    or just `name`."""
     if not params:
         return name
     inner = ",".join(f"{k}={_format_param(params[k])}" for k in sorted(params))

@@ -36,9 +36,7 @@ def headlines(store: Store, cache: HeadlineCache) -> dict[str, Headline]:
         runs = reads.list_runs(session, project_id=project.id)
         state = (project.id, project.runs, project.latest_run_at)
         return {
-            run.id: cache.get(
-                run.id, state, partial(runcompare.prepare, session, store.sessions, project.id, run)
-            )
+            run.id: cache.get(run.id, state, partial(runcompare.prepare, session, project.id, run))
             for run in runs
         }
 

@@ -7,6 +7,7 @@ from dashhelpers import SHIFT_AT, SHIFTED_KEY, commit_of, feature_document, main
 
 from perfgate.api.dashboard import queries
 from perfgate.results import parse_document
+from perfgate.store import queries as store_queries
 from perfgate.store import reads
 from perfgate.store.connect import Store
 from perfgate.store.trends import load_series
@@ -19,7 +20,7 @@ def test_branch_rows_show_the_change_points_the_trend_shows(store: Store) -> Non
     store_document(store.sessions, parse_document(feature_document(0)))
     with store.sessions() as session:
         project_id = reads.get_project(session, name="acme/models").id
-        assert queries.default_branch(session, project_id=project_id) == "main"
+        assert store_queries.default_branch(session, project_id=project_id) == "main"
         rows = {
             r.key: r
             for r in queries.benchmark_rows(

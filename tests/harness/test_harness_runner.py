@@ -177,6 +177,11 @@ def test_bad_options_are_usage_errors(tmp_path):
         _run(tmp_path, max_time=-1)
     with pytest.raises(UsageError, match="--device"):
         _run(tmp_path, device="tpu")
+    # CUDA-only timing modes are refused on the CPU, not silently ignored.
+    with pytest.raises(UsageError, match="--cold-cache and --device-timing queued time a CUDA"):
+        _run(tmp_path, device="cpu", device_timing="queued")
+    with pytest.raises(UsageError, match="this run measures on cpu"):
+        _run(tmp_path, device="cpu", cold_cache=True)
 
 
 def test_device_resolution_on_a_cpu_machine():

@@ -24,7 +24,6 @@ from perfgate.errors import (
     ExternalError,
     InputError,
     NotFoundError,
-    NotImplementedYetError,
     PerfgateError,
     PermissionDeniedError,
     UsageError,
@@ -43,7 +42,6 @@ _STATUS: list[tuple[type[PerfgateError], int]] = [
     (DocumentError, 422),
     (UsageError, 400),
     (InputError, 400),
-    (NotImplementedYetError, 501),
     (ExternalError, 503),
 ]
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from click.core import ParameterSource
 
 from perfgate.cli.options import (
     alpha_option,
@@ -20,16 +21,16 @@ from perfgate.cli.options import (
     resolve,
     threshold_option,
 )
-from perfgate.config import parse_byte_size
+from perfgate.config import DEFAULT_DB_URL, parse_byte_size
 from perfgate.errors import EXIT_REGRESSION
 from perfgate.policy import Policy, discover_policy, policy_gate
 from perfgate.report.gate import Gate, exempt_findings
 from perfgate.report.gate import fails as gate_fails
 
 if TYPE_CHECKING:
+    from perfgate.sides import Side
     from perfgate.stats.compare import CompareSettings
     from perfgate.stats.model import Comparison
-    from perfgate.store.comparisons import Side
 
 # Benchmarks a policy note names before "and N more".
 NAMED = 8
@@ -56,9 +57,8 @@ NAMED = 8
 @click.option("--project", help="Project in the store [default: the only one, or the files'].")
 @click.option(
     "--base-branch",
-    default="main",
-    show_default=True,
-    help="Branch whose nearest earlier run stands in for a base commit without data.",
+    help="Branch whose nearest earlier run stands in for a base commit without data "
+    "[default: main, else master, else the project's branch with the most runs].",
 )
 @db_option
 @max_size_option
@@ -73,7 +73,7 @@ def command(
     fail_on: str | None,
     fail_on_regression: bool,
     project: str | None,
-    base_branch: str,
+    base_branch: str | None,
     db_url: str,
     max_size: str,
 ) -> None:
@@ -84,6 +84,8 @@ def command(
     prefix. Each benchmark's noise is learnt from the rounds compared, the store's earlier runs
     of the base branch on the same runner (5 or more also raise its threshold to its run-to-run
     spread) and the runner's calibration record (perfgate calibrate); see docs/comparator.md.
+    Two files (or folders) are compared on their own unless --db (or PERFGATE_DB) names a store
+    to take that evidence from.
 
     The project's policy file (pyproject.toml's [tool.perfgate] or perfgate.toml, found from
     here upward) gives the threshold, alpha and fail_on that no flag or variable sets, each
@@ -109,13 +111,15 @@ def command(
         threshold=resolve(ctx, "threshold", policy).value,
     )
     gate = policy_gate(policy, resolve(ctx, "fail_on", policy).value)
+    # Two files read a store only when one is named (--db or its variable), never the default.
+    named_store = ctx.get_parameter_source("db_url") is not ParameterSource.DEFAULT
     comparison = build_comparison(
         base=base,
         head=head,
         settings=settings,
         project=project,
         base_branch=base_branch,
-        db_url=db_url,
+        db_url=db_url if named_store else None,
         max_bytes=parse_byte_size(max_size, source="--max-size"),
         policy=policy,
     )
@@ -131,62 +135,53 @@ def build_comparison(
     head: str,
     settings: CompareSettings,
     project: str | None,
-    base_branch: str,
-    db_url: str,
+    base_branch: str | None,
+    db_url: str | None,
     max_bytes: int,
     policy: Policy | None = None,
 ) -> Comparison:
     """The comparison of BASE and HEAD, with the policy's ignored benchmarks left out of both
-    sides and its per-benchmark thresholds in `settings`."""
-    from perfgate.store import comparisons
-    from perfgate.store.connect import open_store
-    from perfgate.store.engine import is_missing_sqlite_file
+    sides and its per-benchmark thresholds in `settings`.
+
+    A side that is a file or folder is loaded from it; a side that is not is a ref in the store
+    at `db_url`. With two files and no `db_url` no store is opened (nor imported): the verdict
+    depends on the files alone, not on a store that happens to sit in the working directory.
+    """
+    from perfgate.sides import compare_sides, load_side_file
 
     # A folder is the runs of one commit, like several stored runs of it.
-    files = {ref: Path(ref) for ref in (base, head) if Path(ref).exists()}
-    # Two files compare on their own; the store adds history when there is one to read.
-    if len(files) == 2 and is_missing_sqlite_file(db_url):
+    loaded: dict[str, Side] = {
+        ref: load_side_file(Path(ref), max_bytes=max_bytes)
+        for ref in (base, head)
+        if Path(ref).exists()
+    }
+    if len(loaded) == 2 and (db_url is None or _missing_sqlite_file(db_url)):
         base_side, head_side, settings = apply_policy(
-            comparisons.load_side_file(files[base], max_bytes=max_bytes),
-            comparisons.load_side_file(files[head], max_bytes=max_bytes),
-            settings=settings,
-            policy=policy,
+            loaded[base], loaded[head], settings=settings, policy=policy
         )
-        return comparisons.compare_sides(base_side, head_side, settings=settings, history=[])
-    with open_store(db_url) as store:
-        with store.sessions() as session:
-            if head in files:
-                head_side = comparisons.load_side_file(files[head], max_bytes=max_bytes)
-            else:
-                head_side = comparisons.require_documents(
-                    comparisons.resolve_side(
-                        session,
-                        project_id=comparisons.project_id_for(session, name=project),
-                        ref=head,
-                    ),
-                    f"head {head}",
-                )
-            if base in files:
-                base_side = comparisons.load_side_file(files[base], max_bytes=max_bytes)
-            else:
-                base_side = comparisons.require_documents(
-                    comparisons.resolve_base(
-                        session,
-                        project=project or head_side.documents[0].run.project,
-                        ref=base,
-                        fallback_branch=base_branch,
-                        before=head_side.started_at,
-                    ),
-                    f"base {base}",
-                )
-        history = comparisons.history_for(store.sessions, base=base_side)
-        calibration = comparisons.calibration_for(store.sessions, base=base_side)
-    base_side, head_side, settings = apply_policy(
-        base_side, head_side, settings=settings, policy=policy
-    )
-    return comparisons.compare_sides(
-        base_side, head_side, settings=settings, history=history, calibration=calibration
-    )
+        return compare_sides(base_side, head_side, settings=settings, history=[])
+    from perfgate.store import comparisons
+    from perfgate.store.connect import open_store
+
+    with open_store(db_url or DEFAULT_DB_URL) as store, store.sessions() as session:
+        base_side, head_side = comparisons.resolve_sides(
+            session,
+            base=loaded.get(base, base),
+            head=loaded.get(head, head),
+            project=project,
+            base_branch=base_branch,
+        )
+        base_side, head_side, settings = apply_policy(
+            base_side, head_side, settings=settings, policy=policy
+        )
+        return comparisons.compare_with_evidence(session, base_side, head_side, settings=settings)
+
+
+def _missing_sqlite_file(db_url: str) -> bool:
+    # A named store that does not exist yet has no evidence, and reading is no reason to make it.
+    from perfgate.store.engine import is_missing_sqlite_file
+
+    return is_missing_sqlite_file(db_url)
 
 
 def apply_policy(

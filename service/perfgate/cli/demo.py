@@ -97,6 +97,7 @@ def command(
     from perfgate.report.progress import make_reporter
     from perfgate.report.terminal import render_terminal
     from perfgate.results import ResultsDocument, dump_document
+    from perfgate.sides import Side
     from perfgate.stats.compare import CompareSettings
     from perfgate.store import comparisons
     from perfgate.store.connect import open_store
@@ -143,16 +144,13 @@ def command(
                 click.echo(f"wrote {path}; {describe(outcome)}", err=True)
                 documents[branch].append(document)
 
-        base = comparisons.Side(documents=documents["main"], label="main")
-        head = comparisons.Side(documents=documents["demo-pr"])
-        history = comparisons.history_for(store.sessions, base=base)
-        comparison = comparisons.compare_sides(
-            base,
-            head,
-            settings=CompareSettings(),
-            history=history,
-            calibration=comparisons.calibration_for(store.sessions, base=base),
-        )
+        with store.sessions() as session:
+            comparison = comparisons.compare_in_store(
+                session,
+                base=Side(documents=documents["main"], label="main"),
+                head=Side(documents=documents["demo-pr"]),
+                settings=CompareSettings(),
+            )
 
     import json
 

@@ -32,6 +32,21 @@ from perfgate.results import ResultsDocument, dump_document
 @rounds_option
 @max_time_option
 @sampling_options
+@click.option(
+    "--device-timing",
+    type=click.Choice(["events", "queued"]),
+    default="events",
+    show_default=True,
+    help="CUDA: what `time` measures. events: from an idle device, launching and running (a "
+    "launch-bound callable is flagged and gets host_time); queued: the device's work alone, "
+    "queued behind a spin kernel.",
+)
+@click.option(
+    "--cold-cache",
+    is_flag=True,
+    help="CUDA: flush L2 before every call and time each call alone (default: hot cache, "
+    "back-to-back calls).",
+)
 @click.option("--no-profile", is_flag=True, help="Skip the torch.profiler pass.")
 @click.option(
     "--trace-dir",
@@ -57,6 +72,8 @@ def command(
     threads: int | None,
     system_malloc: bool,
     interleave: bool | None,
+    device_timing: str,
+    cold_cache: bool,
     no_profile: bool,
     trace_dir: Path | None,
     out: Path | None,
@@ -97,6 +114,8 @@ def command(
         threads=threads,
         pin_malloc=not system_malloc,
         interleave=interleave,
+        device_timing=device_timing,
+        cold_cache=cold_cache,
         profile=not no_profile,
         trace_dir=trace_dir,
         commit=commit,

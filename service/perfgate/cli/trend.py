@@ -85,7 +85,7 @@ def command(
 
 
 def series_json(series: Any) -> dict[str, Any]:
-    """The same shape as the service's /series answer (DESIGN §8)."""
+    """The same shape as the service's /series answer (docs/architecture.md §8)."""
     return {
         "key": series.key,
         "metric": series.metric,

@@ -123,7 +123,7 @@ def benchmark(
     tags: Iterable[str] = (),
     name: str | None = None,
 ) -> F | Callable[[F], F]:
-    """Mark a setup function as a benchmark (DESIGN §2).
+    """Mark a setup function as a benchmark (docs/architecture.md §2).
 
     The setup receives each param as a keyword (cartesian product of `params`) and `device` when it
     declares that argument, and returns the zero-argument callable that is timed. `items` (an int,

@@ -320,7 +320,8 @@ def measure_instance(
     reporter: RunReporter,
     round_index: int = 1,
 ) -> InstanceResult:
-    """Everything DESIGN §3 measures for one instance, in order; failures become an error entry."""
+    """Everything measured for one instance (docs/architecture.md §3), in order; failures become
+    an error entry."""
     started = _start(
         instance,
         device=device,

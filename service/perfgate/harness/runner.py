@@ -13,6 +13,7 @@ from perfgate.errors import UsageError
 from perfgate.harness.allocator import SYSTEM, pin_malloc_thresholds
 from perfgate.harness.api import BenchmarkInstance
 from perfgate.harness.device_errors import DeviceContextLostError
+from perfgate.harness.devices import is_cuda
 from perfgate.harness.discovery import DEFAULT_PATH, ImportFailure, Selection, discover
 from perfgate.harness.gitinfo import resolve_git
 from perfgate.harness.measure import (
@@ -53,20 +54,19 @@ def run_benchmarks(
 ) -> ResultsDocument:
     """Run the benchmarks under `paths` and return the validated results document.
 
-    `rounds` > 1 runs the whole selection that many times, each round in a fresh
-    `python -m perfgate.harness.worker` process, and pools the rounds (DESIGN §4). `github`
-    defaults to `GitHubContext.from_env()`; `cwd` (default: the current directory) anchors
-    relative paths and the local git lookup. `pin_malloc` fixes glibc's malloc thresholds in
-    every measuring process (see `perfgate.harness.allocator`). `isolate` measures a single
-    round in a worker process too, so that a process which ran other benchmarks before (the
-    demo runs both sides) does not measure with warm caches and compiled kernels. `interleave`
-    samples the instances of a round in slices, round-robin (`measure_interleaved`); None means
-    on CPU only (on CUDA every setup alive at once could exhaust device memory).
-    `device_timing` (CUDA) is "events" (time from an idle device: launching and running) or
-    "queued" (the device's work alone, see `perfgate.harness.timing`); `cold_cache` (CUDA)
-    flushes L2 before each call and times each call alone (the default is hot-cache timing,
-    back-to-back calls). Raises UsageError for bad
-    options, a missing commit or an empty selection.
+    `rounds` > 1 runs the whole selection that many times, each round in a fresh `python -m
+    perfgate.harness.worker` process, and pools the rounds (docs/architecture.md §4). `github`
+    defaults to `GitHubContext.from_env()`; `cwd` (default: the current directory) anchors relative
+    paths and the local git lookup. `pin_malloc` fixes glibc's malloc thresholds in every measuring
+    process (see `perfgate.harness.allocator`). `isolate` measures a single round in a worker
+    process too, so that a process which ran other benchmarks before (the demo runs both sides) does
+    not measure with warm caches and compiled kernels. `interleave` samples the instances of a round
+    in slices, round-robin (`measure_interleaved`); None means on CPU only (on CUDA every setup
+    alive at once could exhaust device memory). `device_timing` (CUDA) is "events" (time from an
+    idle device: launching and running) or "queued" (the device's work alone, see
+    `perfgate.harness.timing`); `cold_cache` (CUDA) flushes L2 before each call and times each call
+    alone (the default is hot-cache timing, back-to-back calls). Raises UsageError for bad options,
+    a missing commit or an empty selection.
     """
     if rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {rounds}")
@@ -91,6 +91,12 @@ def run_benchmarks(
     )
     started_at = _now()
     device_name = resolve_device(device)
+    if not is_cuda(device_name) and (cold_cache or device_timing != "events"):
+        # CPU timing has no device queue or L2 flush to choose: refuse rather than ignore it.
+        raise UsageError(
+            f"--cold-cache and --device-timing {device_timing} time a CUDA device; "
+            f"this run measures on {device_name}"
+        )
     # Before torch allocates anything, so the measuring process starts in the pinned mode.
     malloc = pin_malloc_thresholds() if pin_malloc else SYSTEM
     torch_device = prepare_torch(device_name, threads)

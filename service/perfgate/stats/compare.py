@@ -30,7 +30,7 @@ class CompareSettings:
     resamples: int = 1000
     seed: int = 0
     # With history, a benchmark's threshold is at least this many run-to-run spreads of its
-    # medians (DESIGN's k).
+    # medians (docs/comparator.md's k).
     history_k: float = 1.0
     # A side whose median is known to no better than ± this (log) cannot support a verdict.
     noisy_halfwidth: float = 0.15
@@ -336,7 +336,7 @@ def possible_regression(estimate: SampledEstimate, *, threshold: float) -> bool:
 def decide_sampled(
     estimate: SampledEstimate, *, q_value: float, threshold: float, alpha: float
 ) -> tuple[Verdict, str]:
-    """The verdict words of DESIGN §5 for a sampled metric, with a one-line reason."""
+    """The verdict words of docs/architecture.md §5 for a sampled metric, with a one-line reason."""
     if estimate.zero_median:
         return _decide_zero(estimate, q_value=q_value, alpha=alpha)
     low, high = estimate.ci

@@ -1,4 +1,8 @@
-"""Use case: compare two sides named by the user (results files, commits or branches in the store).
+"""Use case: compare two sides named by the user (commits or branches in the store, or sides
+already loaded from results files), with the store's evidence about the runner.
+
+Every function reads through the caller's Session and never commits or closes it: a route
+passes its request's session, the CLI one it opened (docs/architecture.md §1).
 
 Runs stored for the same commit are pooled as rounds; earlier runs of the base branch give the
 comparator its history noise model; a base commit without data falls back, with a warning, to
@@ -10,17 +14,15 @@ head) is NoBaselineError, exit 4: a first PR's state, not a mistake in the input
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
-from perfgate.errors import NoBaselineError, NotFoundError, UsageError
-from perfgate.results import ResultsDocument, load_document
+from perfgate.errors import NoBaselineError, NotFoundError
+from perfgate.results import ResultsDocument
+from perfgate.sides import Side, compare_sides
 from perfgate.stats.calibration import Calibration
 from perfgate.stats.compare import CompareSettings
-from perfgate.stats.comparison import compare_documents
 from perfgate.stats.model import Comparison
 from perfgate.stats.noise import PastRun
 from perfgate.store import queries
@@ -28,42 +30,6 @@ from perfgate.store.calibrations import latest_calibration
 from perfgate.store.documents import rebuild_document
 
 _COMMITISH = re.compile(r"^[0-9a-fA-F]{4,64}$")
-
-
-@dataclass
-class Side:
-    documents: list[ResultsDocument]
-    label: str | None = None
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def started_at(self) -> datetime:
-        return min(d.run.started_at for d in self.documents)
-
-
-def load_side_file(path: Path, *, max_bytes: int) -> Side:
-    """A results file, or a folder whose `*.json` files are the runs (rounds) of one commit."""
-    if not path.is_dir():
-        return Side(documents=[load_document(path, max_bytes=max_bytes)])
-    files = sorted(path.glob("*.json"))
-    if not files:
-        raise UsageError(f"{path}: the folder holds no results files (*.json)")
-    documents = [load_document(file, max_bytes=max_bytes) for file in files]
-    first, first_file = documents[0].run, files[0]
-    seen: dict[str, Path] = {}
-    for file, document in zip(files, documents, strict=True):
-        run = document.run
-        # Pooled as rounds, they must be one commit of one project, and each run counted once.
-        if (run.project, run.commit) != (first.project, first.commit):
-            raise UsageError(
-                f"{file}: project {run.project!r} commit {run.commit[:12]} differs from "
-                f"{first_file.name}'s {first.project!r} {first.commit[:12]}; a folder holds "
-                "the runs of one commit"
-            )
-        if run.id in seen:
-            raise UsageError(f"{file}: run {run.id} is also {seen[run.id]}; each run counts once")
-        seen[run.id] = file
-    return Side(documents=documents)
 
 
 def _rebuild(session: Session, refs: list[queries.RunRef]) -> list[ResultsDocument]:
@@ -115,69 +81,34 @@ def resolve_side(
     raise NotFoundError(f"{ref!r} is neither a results file nor a commit or branch in the store")
 
 
-def history_for(sessions: sessionmaker[Session], *, base: Side) -> list[PastRun]:
+def history_for(session: Session, *, base: Side) -> list[PastRun]:
     """Medians of the base branch's earlier runs on the base's runner class, for the noise model."""
     first = base.documents[0]
     if not first.run.branch:
         return []
-    with sessions() as session:
-        try:
-            project = queries.resolve_project(session, name=first.run.project)
-        except NotFoundError:
-            return []  # a project the store has never seen has no history
-        return queries.history_medians(
-            session,
-            project_id=project.id,
-            branch=first.run.branch,
-            before=base.started_at,
-            exclude=[d.run.id for d in base.documents],
-            fingerprint=str(first.environment.fingerprint),
-        )
+    try:
+        project = queries.resolve_project(session, name=first.run.project)
+    except NotFoundError:
+        return []  # a project the store has never seen has no history
+    return queries.history_medians(
+        session,
+        project_id=project.id,
+        branch=first.run.branch,
+        before=base.started_at,
+        exclude=[d.run.id for d in base.documents],
+        fingerprint=str(first.environment.fingerprint),
+    )
 
 
-def calibration_for(sessions: sessionmaker[Session], *, base: Side) -> Calibration | None:
+def calibration_for(session: Session, *, base: Side) -> Calibration | None:
     """The newest calibration record of the base's project and runner class, if any."""
     first = base.documents[0]
-    with sessions() as session:
-        try:
-            project = queries.resolve_project(session, name=first.run.project)
-        except NotFoundError:
-            return None
-        return latest_calibration(
-            session, project_id=project.id, fingerprint=str(first.environment.fingerprint)
-        )
-
-
-def compare_sides(
-    base: Side,
-    head: Side,
-    *,
-    settings: CompareSettings,
-    history: list[PastRun],
-    calibration: Calibration | None = None,
-) -> Comparison:
-    warnings = [*base.warnings, *head.warnings]
-    if len(history) >= 5:
-        warnings.append(
-            f"noise model: {len(history)} earlier runs of {base.documents[0].run.branch} on this "
-            "runner are evidence for each benchmark's noise and, with the sides measured one "
-            "after the other, part of its baseline (the runs since its last change point); its "
-            "threshold is at least its run-to-run spread"
-        )
-    if calibration is not None:
-        warnings.append(
-            f"noise model: the runner's calibration of {calibration.rounds} rounds "
-            f"({calibration.started_at:%Y-%m-%d}) is evidence for each benchmark's noise"
-        )
-    return compare_documents(
-        base.documents,
-        head.documents,
-        settings=settings,
-        history=history,
-        calibration=calibration,
-        base_label=base.label,
-        head_label=head.label,
-        warnings=warnings,
+    try:
+        project = queries.resolve_project(session, name=first.run.project)
+    except NotFoundError:
+        return None
+    return latest_calibration(
+        session, project_id=project.id, fingerprint=str(first.environment.fingerprint)
     )
 
 
@@ -206,3 +137,81 @@ def require_documents(side: Side, what: str) -> Side:
     if not side.documents:
         raise NotFoundError(f"{what}: the store has no readable runs for it")
     return side
+
+
+def compare_with_evidence(
+    session: Session, base: Side, head: Side, *, settings: CompareSettings
+) -> Comparison:
+    """Compare two loaded sides with what the store knows of the base's runner: the base
+    branch's earlier runs (history) and the newest calibration record."""
+    return compare_sides(
+        base,
+        head,
+        settings=settings,
+        history=history_for(session, base=base),
+        calibration=calibration_for(session, base=base),
+    )
+
+
+def resolve_sides(
+    session: Session,
+    *,
+    base: str | Side,
+    head: str | Side,
+    project: str | None = None,
+    base_branch: str | None = None,
+) -> tuple[Side, Side]:
+    """Both sides of "compare BASE with HEAD": each a ref in the store (a commit, a unique
+    prefix or a branch) or a side already loaded from files.
+
+    A base commit without runs falls back to the nearest earlier run of `base_branch` before the
+    head (default: the project's main branch, `queries.default_branch`); when nothing stands in
+    for it, NoBaselineError (exit 4).
+    """
+    if isinstance(head, Side):
+        head_side = head
+    else:
+        head_side = require_documents(
+            resolve_side(session, project_id=project_id_for(session, name=project), ref=head),
+            f"head {head}",
+        )
+    if isinstance(base, Side):
+        return base, head_side
+    name = project or head_side.documents[0].run.project
+    fallback = base_branch or _default_branch_of(session, name) or "main"
+    base_side = require_documents(
+        resolve_base(
+            session,
+            project=name,
+            ref=base,
+            fallback_branch=fallback,
+            before=head_side.started_at,
+        ),
+        f"base {base}",
+    )
+    return base_side, head_side
+
+
+def compare_in_store(
+    session: Session,
+    *,
+    base: str | Side,
+    head: str | Side,
+    settings: CompareSettings,
+    project: str | None = None,
+    base_branch: str | None = None,
+) -> Comparison:
+    """The one "compare BASE with HEAD" behind `perfgate compare`, `GET /api/v1/compare`, the
+    dashboard's compare page and the demo: `resolve_sides`, then `compare_with_evidence`."""
+    base_side, head_side = resolve_sides(
+        session, base=base, head=head, project=project, base_branch=base_branch
+    )
+    return compare_with_evidence(session, base_side, head_side, settings=settings)
+
+
+def _default_branch_of(session: Session, project: str) -> str | None:
+    try:
+        project_id = project_id_for(session, name=project)
+    except NotFoundError:
+        return None
+    return queries.default_branch(session, project_id=project_id)

@@ -147,3 +147,19 @@ def history_medians(
     return [
         PastRun(commit=commits[run_id], medians=per_run[run_id]) for run_id in reversed(run_ids)
     ]
+
+
+def default_branch(session: Session, *, project_id: int) -> str | None:
+    """`main`, else `master`, else the branch with the most runs (None without any run)."""
+    rows = session.execute(
+        select(models.Run.branch, func.count())
+        .where(models.Run.project_id == project_id, models.Run.branch.is_not(None))
+        .group_by(models.Run.branch)
+    )
+    counts = {branch: count for branch, count in rows if branch is not None}
+    for preferred in ("main", "master"):
+        if preferred in counts:
+            return preferred
+    if not counts:
+        return None
+    return max(sorted(counts), key=lambda b: counts[b])

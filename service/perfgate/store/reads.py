@@ -174,26 +174,6 @@ def list_branches(session: Session, *, project_id: int) -> list[str]:
     return [b for b in rows if b is not None]
 
 
-def recent_medians(
-    session: Session, *, benchmark_id: int, metric: str, branch: str, limit: int = 30
-) -> list[float]:
-    """The last `limit` medians of one series, oldest first (sparklines): an index range scan."""
-    rows = list(
-        session.scalars(
-            select(models.Measurement.median)
-            .where(
-                models.Measurement.benchmark_id == benchmark_id,
-                models.Measurement.metric == metric,
-                models.Measurement.branch == branch,
-            )
-            .order_by(models.Measurement.started_at.desc())
-            .limit(limit)
-        )
-    )
-    rows.reverse()
-    return rows
-
-
 def _aware(value: object) -> datetime | None:
     if value is None:
         return None

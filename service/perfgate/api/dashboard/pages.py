@@ -25,8 +25,10 @@ from perfgate.api.dashboard.ticks import axis_ticks
 from perfgate.api.deps import SessionDep, SessionsDep
 from perfgate.errors import AuthenticationError, NotFoundError, PerfgateError
 from perfgate.report.units import format_change, format_value
+from perfgate.stats.compare import CompareSettings
 from perfgate.stats.model import Comparison
 from perfgate.store import comparisons, reads
+from perfgate.store.queries import default_branch
 from perfgate.store.trends import Series, load_series, set_change_status
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
@@ -78,7 +80,7 @@ def trend_page(
     metrics = queries.benchmark_metrics(session, benchmark_id=bench.id)
     branches = queries.series_branches(session, benchmark_id=bench.id, metric=metric)
     if not branch:
-        preferred = queries.default_branch(session, project_id=summary.id)
+        preferred = default_branch(session, project_id=summary.id)
         branch = preferred if preferred in branches else (branches[0] if branches else "main")
     root = root_path(request)
     pr_runs = _latest_per_pr(reads.list_runs(session, project_id=summary.id, limit=PR_SCAN))
@@ -266,16 +268,14 @@ async def change_status_form(
 
 
 @router.get("/p/{project:path}/runs/{run_id}", name="dashboard_run")
-def run_page(
-    request: Request, project: str, run_id: str, session: SessionDep, sessions: SessionsDep
-) -> Response:
+def run_page(request: Request, project: str, run_id: str, session: SessionDep) -> Response:
     summary = _project(request, session, project)
     run = reads.get_run(session, run_id=run_id)
     if run.project != project:
         raise NotFoundError(f"run {run_id!r} is not a run of {project!r}")
     head = comparisons.resolve_side(session, project_id=summary.id, ref=run.commit)
     base, note = runcompare.base_side(session, project_id=summary.id, run=run, head=head)
-    comparison = runcompare.compare(sessions, base, head) if base is not None else None
+    comparison = runcompare.compare(session, base, head) if base is not None else None
     return render(
         request,
         "run.html",
@@ -332,22 +332,15 @@ def compare_page(
     *,
     project: str,
     session: SessionDep,
-    sessions: SessionsDep,
     base: str = "",
     head: str = "",
 ) -> Response:
-    summary = _project(request, session, project)
+    _project(request, session, project)  # 404 for an unknown project, 401 without access
     if not base or not head:
         raise NotFoundError("compare what? the comparison page needs ?base= and ?head=")
-    head_side = comparisons.resolve_side(session, project_id=summary.id, ref=head)
-    base_side = comparisons.resolve_side(
-        session,
-        project_id=summary.id,
-        ref=base,
-        fallback_branch=queries.default_branch(session, project_id=summary.id),
-        before=head_side.started_at,
+    comparison = comparisons.compare_in_store(
+        session, base=base, head=head, project=project, settings=CompareSettings()
     )
-    comparison = runcompare.compare(sessions, base_side, head_side)
     return render(
         request,
         "compare.html",
@@ -361,14 +354,13 @@ def project_page(
     *,
     project: str,
     session: SessionDep,
-    sessions: SessionsDep,
     branch: str = "",
     metric: str = "time",
 ) -> Response:
     summary = _project(request, session, project)
     branches = reads.list_branches(session, project_id=summary.id)
     if not branch:
-        branch = queries.default_branch(session, project_id=summary.id) or ""
+        branch = default_branch(session, project_id=summary.id) or ""
     rows: list[queries.BenchmarkRow] = []
     if branch:
         rows = queries.benchmark_rows(session, project_id=summary.id, branch=branch, metric=metric)
@@ -377,7 +369,7 @@ def project_page(
     scanned = reads.list_runs(session, project_id=summary.id, limit=PR_SCAN)
     recent = scanned[:RECENT_RUNS]
     pr_runs = _latest_per_pr(scanned)[:PR_RUNS]
-    headlines = _headlines(request, session, sessions, summary, [*pr_runs, *recent])
+    headlines = _headlines(request, session, summary, [*pr_runs, *recent])
     shown = [_benchmark_row(root, project, branch, metric, row) for row in _triage_order(rows)]
 
     def run_row(run: reads.RunSummary) -> dict[str, Any]:
@@ -448,7 +440,6 @@ def _latest_per_pr(runs: list[reads.RunSummary]) -> list[reads.RunSummary]:
 def _headlines(
     request: Request,
     session: Session,
-    sessions: sessionmaker[Session],
     summary: reads.ProjectSummary,
     runs: list[reads.RunSummary],
 ) -> dict[str, Headline]:
@@ -457,8 +448,6 @@ def _headlines(
     cache = dashboard_state(request).headlines
     state = (summary.id, summary.runs, summary.latest_run_at)
     return {
-        run.id: cache.get(
-            run.id, state, partial(runcompare.prepare, session, sessions, summary.id, run)
-        )
+        run.id: cache.get(run.id, state, partial(runcompare.prepare, session, summary.id, run))
         for run in runs
     }

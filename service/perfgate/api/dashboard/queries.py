@@ -43,22 +43,6 @@ class BenchmarkRow:
     change: LatestChange | None
 
 
-def default_branch(session: Session, *, project_id: int) -> str | None:
-    """`main`, else `master`, else the branch with the most runs (None without any run)."""
-    rows = session.execute(
-        select(models.Run.branch, func.count())
-        .where(models.Run.project_id == project_id, models.Run.branch.is_not(None))
-        .group_by(models.Run.branch)
-    )
-    counts = {branch: count for branch, count in rows if branch is not None}
-    for preferred in ("main", "master"):
-        if preferred in counts:
-            return preferred
-    if not counts:
-        return None
-    return max(sorted(counts), key=lambda b: counts[b])
-
-
 def series_branches(session: Session, *, benchmark_id: int, metric: str) -> list[str]:
     """Branches on which a benchmark has `metric` measurements (the trend page's filter)."""
     rows = session.scalars(

@@ -10,22 +10,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from perfgate.api.dashboard import queries
 from perfgate.errors import NotFoundError, PerfgateError
+from perfgate.sides import Side, compare_sides
 from perfgate.stats.calibration import Calibration
 from perfgate.stats.compare import CompareSettings
 from perfgate.stats.model import Comparison
 from perfgate.stats.noise import PastRun
 from perfgate.store import comparisons, reads
+from perfgate.store.queries import default_branch
 
 
 def base_side(
-    session: Session, *, project_id: int, run: reads.RunSummary, head: comparisons.Side
-) -> tuple[comparisons.Side | None, str | None]:
+    session: Session, *, project_id: int, run: reads.RunSummary, head: Side
+) -> tuple[Side | None, str | None]:
     """What a run is compared with: its recorded base commit, else the previous commit."""
-    fallback = queries.default_branch(session, project_id=project_id)
+    fallback = default_branch(session, project_id=project_id)
     if run.base_commit:
         try:
             side = comparisons.resolve_side(
@@ -58,8 +60,8 @@ def base_side(
 class Inputs:
     """Everything a comparison is computed from, loaded; `key` names it without the samples."""
 
-    base: comparisons.Side
-    head: comparisons.Side
+    base: Side
+    head: Side
     history: list[PastRun]
     calibration: Calibration | None
 
@@ -75,7 +77,7 @@ class Inputs:
         )
 
     def compare(self) -> Comparison:
-        return comparisons.compare_sides(
+        return compare_sides(
             self.base,
             self.head,
             settings=CompareSettings(),
@@ -84,34 +86,28 @@ class Inputs:
         )
 
 
-def inputs(
-    sessions: sessionmaker[Session], base: comparisons.Side, head: comparisons.Side
-) -> Inputs:
+def inputs(session: Session, base: Side, head: Side) -> Inputs:
     base = comparisons.require_documents(base, "base")
     head = comparisons.require_documents(head, "head")
     return Inputs(
         base=base,
         head=head,
-        history=comparisons.history_for(sessions, base=base),
-        calibration=comparisons.calibration_for(sessions, base=base),
+        history=comparisons.history_for(session, base=base),
+        calibration=comparisons.calibration_for(session, base=base),
     )
 
 
-def compare(
-    sessions: sessionmaker[Session], base: comparisons.Side, head: comparisons.Side
-) -> Comparison:
-    return inputs(sessions, base, head).compare()
+def compare(session: Session, base: Side, head: Side) -> Comparison:
+    return inputs(session, base, head).compare()
 
 
-def prepare(
-    session: Session, sessions: sessionmaker[Session], project_id: int, run: reads.RunSummary
-) -> Inputs | str:
+def prepare(session: Session, project_id: int, run: reads.RunSummary) -> Inputs | str:
     """A run's comparison inputs, or why it has none (a line for the run lists)."""
     try:
         head = comparisons.resolve_side(session, project_id=project_id, ref=run.commit)
         base, note = base_side(session, project_id=project_id, run=run, head=head)
         if base is None:
             return note or "nothing to compare with"
-        return inputs(sessions, base, head)
+        return inputs(session, base, head)
     except PerfgateError as exc:
         return str(exc)

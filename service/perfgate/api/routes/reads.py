@@ -88,7 +88,6 @@ def compare(
     *,
     request: Request,
     session: SessionDep,
-    sessions: SessionsDep,
     project: ProjectQuery,
     base: Annotated[
         str, Query(min_length=1, max_length=255, description="Commit, prefix or branch.")
@@ -99,41 +98,28 @@ def compare(
     threshold: Annotated[float, Query(ge=0, le=100)] = 0.03,
     alpha: Annotated[float, Query(gt=0, lt=1)] = 0.05,
     base_branch: Annotated[
-        str,
+        str | None,
         Query(
             min_length=1,
             max_length=255,
-            description="Branch whose nearest earlier run stands in for a base without data.",
+            description="Branch whose nearest earlier run stands in for a base without data "
+            "(default: main, else master, else the project's branch with the most runs).",
         ),
-    ] = "main",
+    ] = None,
 ) -> JSONResponse:
     """The comparison document of `perfgate compare BASE HEAD --format json` (same JSON).
 
     Runs of one commit are pooled; earlier runs of the base branch give the history noise model.
     """
     authorize(request, session, project=project, scope="read")
-    project_id = reads.get_project(session, name=project).id
-    head_side = comparisons.require_documents(
-        comparisons.resolve_side(session, project_id=project_id, ref=head), f"head {head}"
-    )
-    base_side = comparisons.require_documents(
-        comparisons.resolve_side(
-            session,
-            project_id=project_id,
-            ref=base,
-            fallback_branch=base_branch,
-            before=head_side.started_at,
-        ),
-        f"base {base}",
-    )
-    session.close()
-    history = comparisons.history_for(sessions, base=base_side)
-    comparison = comparisons.compare_sides(
-        base_side,
-        head_side,
+    reads.get_project(session, name=project)  # 404 for a project the store does not have
+    comparison = comparisons.compare_in_store(
+        session,
+        base=base,
+        head=head,
+        project=project,
+        base_branch=base_branch,
         settings=CompareSettings(alpha=alpha, threshold=threshold),
-        history=history,
-        calibration=comparisons.calibration_for(sessions, base=base_side),
     )
     return JSONResponse(finite(comparison_to_json(comparison)))
 
