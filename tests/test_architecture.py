@@ -122,6 +122,7 @@ FORBIDDEN = {
     "github": {"store", "harness", "api", "cli"},
     "harness": {"store", "github", "api", "cli"},
     "api": {"harness", "github", "cli"},
+    "ci": {"store", "harness", "api", "cli"},
 }
 
 
