@@ -12,7 +12,7 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -263,19 +263,24 @@ def load_document(path: str | Path, *, max_bytes: int) -> ResultsDocument:
 
 def parse_document_bytes(raw: bytes, *, source: str = "") -> ResultsDocument:
     """Parse JSON bytes and validate them as a results document."""
+    data = decode_json(raw, source=source, decode=document_json.decode)
+    return parse_document(data, source=source)
+
+
+def decode_json(raw: bytes, *, source: str, decode: Callable[[str], Any] = json.loads) -> Any:
+    """UTF-8 JSON bytes as data; a DocumentError names the byte, or the line and column."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DocumentError(f"not UTF-8 text (byte {exc.start})", source=source) from None
     try:
-        data = document_json.decode(text)
+        return decode(text)
     except json.JSONDecodeError as exc:
         raise DocumentError(
             f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=source
         ) from None
     except RecursionError:
         raise DocumentError("invalid JSON: nested too deeply", source=source) from None
-    return parse_document(data, source=source)
 
 
 def parse_document(data: object, *, source: str = "") -> ResultsDocument:

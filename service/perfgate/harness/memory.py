@@ -6,13 +6,13 @@ import ctypes
 import ctypes.util
 import gc
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perfgate.harness.devices import is_cuda
+from perfgate.harness.sampling import gc_paused
 
 PROC_SELF = Path("/proc/self")
 # After a reset, VmHWM must sit at VmRSS; this much slack covers pages touched in between.
@@ -46,7 +46,8 @@ def measure_cuda_peak(fn: Callable[[], object], device: Any) -> MemoryResult:
     torch.cuda.reset_peak_memory_stats(device)
     before = torch.cuda.memory_allocated(device)
     reserved_before = torch.cuda.memory_reserved(device)
-    with _gc_paused():
+    # A collection inside the call would free memory and hide part of the peak.
+    with gc_paused():
         fn()
         torch.cuda.synchronize(device)
     peak = torch.cuda.max_memory_allocated(device)
@@ -56,18 +57,6 @@ def measure_cuda_peak(fn: Callable[[], object], device: Any) -> MemoryResult:
         method="cuda_allocator",
         reserved=max(0, int(reserved_peak - reserved_before)),
     )
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    # A collection inside the call would free memory and hide part of the peak.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def read_status(proc: Path = PROC_SELF) -> dict[str, int]:
@@ -127,7 +116,8 @@ def measure_rss_peak(fn: Callable[[], object], proc: Path = PROC_SELF) -> Memory
             method="unavailable",
             reason="the kernel did not reset VmHWM (clear_refs '5' unsupported)",
         )
-    with _gc_paused():
+    # A collection inside the call would free memory and hide part of the peak.
+    with gc_paused():
         fn()
     after = read_status(proc)
     return MemoryResult(value=max(0, after["VmHWM"] - before["VmRSS"]), method="rss_hwm")

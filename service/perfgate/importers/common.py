@@ -24,6 +24,7 @@ from perfgate.results import (
     Direction,
     ParamValue,
     ResultsDocument,
+    decode_json,
     make_key,
     parse_document,
 )
@@ -129,18 +130,7 @@ def _kind(value: object) -> str:
 
 def load_json(raw: bytes, *, source: str) -> Node:
     """Decode a tool's JSON file; a DocumentError names the line and column of bad JSON."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DocumentError(f"not UTF-8 text (byte {exc.start})", source=source) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DocumentError(
-            f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", source=source
-        ) from None
-    except RecursionError:
-        raise DocumentError("invalid JSON: nested too deeply", source=source) from None
+    data = decode_json(raw, source=source)
     return Node(data, "", source)
 
 

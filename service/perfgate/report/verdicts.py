@@ -50,7 +50,7 @@ AFFECTED_SHOWN = 8
 # A reason in a table cell is cut to this many characters.
 REASON_CHARS = 120
 # A benchmark stands as its most severe result: any regression makes it a regression.
-_SEVERITY = (
+SEVERITY = (
     "regression",
     "possible regression",
     "error",
@@ -129,12 +129,12 @@ def standing(result: MetricResult) -> str:
 
 
 def benchmark_standings(results: Iterable[MetricResult]) -> dict[str, str]:
-    """Each benchmark key's standing: the most severe of its results' (`_SEVERITY`)."""
+    """Each benchmark key's standing: the most severe of its results' (`SEVERITY`)."""
     standings: dict[str, str] = {}
     for result in results:
         mine = standing(result)
         known = standings.get(result.key)
-        if known is None or _SEVERITY.index(mine) < _SEVERITY.index(known):
+        if known is None or SEVERITY.index(mine) < SEVERITY.index(known):
             standings[result.key] = mine
     return standings
 

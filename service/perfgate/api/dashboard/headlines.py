@@ -17,22 +17,13 @@ from dataclasses import dataclass
 
 from perfgate.api.dashboard.runcompare import Inputs
 from perfgate.errors import PerfgateError
-from perfgate.report.verdicts import benchmark_counts
+from perfgate.report.verdicts import SEVERITY, benchmark_counts
 from perfgate.stats.model import Comparison
 
 # Enough for the runs one project page shows, times a few projects.
 MAX_REMEMBERED = 512
-# The counts a run list shows, most urgent first (report.verdicts' words).
-SHOWN = (
-    "regression",
-    "possible regression",
-    "error",
-    "improvement",
-    "missing",
-    "new",
-    "inconclusive",
-    "unchanged",
-)
+# The counts a run list shows, most urgent first (report.verdicts' words and order).
+SHOWN = SEVERITY
 # What colours a run's row: the first of these with a count.
 URGENT = ("regression", "possible regression", "error", "improvement")
 
