@@ -30,7 +30,12 @@ def run_tool(
     done = subprocess.run(
         [sys.executable, *map(str, args)],
         cwd=cwd,
-        env={**os.environ, **(env or {})},
+        # A tool that is itself pytest must not see this run's pytest-xdist worker variables:
+        # pytest-benchmark switches itself off inside an xdist worker.
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
+            **(env or {}),
+        },
         capture_output=True,
         text=True,
         timeout=timeout,
