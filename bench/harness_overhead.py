@@ -19,9 +19,9 @@ import torch
 
 from perfgate.harness.api import BenchmarkInstance, BenchmarkSpec
 from perfgate.harness.measure import MeasureSettings, measure_instance
+from perfgate.harness.progress import NullReporter
 from perfgate.harness.sampling import SamplingConfig, sample
 from perfgate.harness.timing import CpuTimer
-from perfgate.report.progress import NullReporter
 
 
 def noop() -> None:

@@ -144,7 +144,7 @@ def _cuda_instances(tmp_path, body: str):
 
 def _measure(instance, **settings):
     from perfgate.harness.measure import MeasureSettings, measure_instance
-    from perfgate.report.progress import NullReporter
+    from perfgate.harness.progress import NullReporter
 
     settings.setdefault("profile", False)
     settings.setdefault("max_time", 0.2)
@@ -227,7 +227,7 @@ def c_after():
 def test_a_lost_cuda_context_stops_the_process_after_the_culprit(monkeypatch, tmp_path):
     from perfgate.harness.device_errors import DeviceContextLostError
     from perfgate.harness.measure import MeasureSettings, run_instances
-    from perfgate.report.progress import NullReporter
+    from perfgate.harness.progress import NullReporter
 
     install(monkeypatch)
     instances = list(_cuda_instances(tmp_path, POISON).values())

@@ -8,7 +8,8 @@ import sys
 
 from rich.console import Console
 
-from perfgate.report.progress import InstanceProgress, PlainReporter, RichReporter, make_reporter
+from perfgate.cli.progress import PlainReporter, RichReporter, make_reporter
+from perfgate.harness.progress import InstanceProgress
 from perfgate.report.run_table import (
     build_run_table,
     render_run_table,
@@ -127,7 +128,7 @@ def test_formatting():
 
 def test_report_modules_do_not_import_torch():
     code = (
-        "import sys, perfgate.report.progress, perfgate.report.run_table; "
+        "import sys, perfgate.harness.progress, perfgate.report.run_table; "
         "print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

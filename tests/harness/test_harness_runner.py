@@ -11,9 +11,9 @@ pytest.importorskip("torch")
 
 from perfgate.config import GitHubContext
 from perfgate.errors import UsageError
+from perfgate.harness.progress import InstanceProgress
 from perfgate.harness.rounds import merge_rounds
 from perfgate.harness.runner import resolve_device, run_benchmarks
-from perfgate.report.progress import InstanceProgress
 from perfgate.results import parse_document
 
 SHA = "0123456789abcdef0123456789abcdef01234567"

@@ -193,9 +193,9 @@ def measure(
         # Checked before the suite runs for minutes, not after.
         raise UsageError(f"--rounds {rounds}: a calibration needs at least {MIN_ROUNDS} rounds")
     # Imported here: torch is needed by measuring only.
+    from perfgate.cli.progress import make_reporter
     from perfgate.config import running_in_ci
     from perfgate.harness.runner import run_benchmarks
-    from perfgate.report.progress import make_reporter
     from perfgate.results import dump_document
 
     document = run_benchmarks(

@@ -92,9 +92,9 @@ def command(
         )
     from rich.console import Console
 
+    from perfgate.cli.progress import make_reporter
     from perfgate.harness.runner import run_benchmarks
     from perfgate.report.markdown import render_markdown
-    from perfgate.report.progress import make_reporter
     from perfgate.report.terminal import render_terminal
     from perfgate.results import ResultsDocument, dump_document
     from perfgate.sides import Side

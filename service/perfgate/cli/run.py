@@ -98,8 +98,8 @@ def command(
         # Checked before benchmarks run for minutes, not after.
         raise UsageError("--server needs --token (or PERFGATE_TOKEN): an upload-scoped token")
     # Imported here: torch is needed by `run` only, and every other command works without it.
+    from perfgate.cli.progress import make_reporter
     from perfgate.harness.runner import run_benchmarks
-    from perfgate.report.progress import make_reporter
     from perfgate.report.run_table import render_run_table
 
     ctx = click.get_current_context()

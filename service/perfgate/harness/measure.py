@@ -25,6 +25,7 @@ from perfgate.harness.devices import is_cuda
 from perfgate.harness.discovery import one_line
 from perfgate.harness.gpu_state import MonitoredTimer, open_device
 from perfgate.harness.passes import secondary_passes
+from perfgate.harness.progress import InstanceProgress, RunReporter
 from perfgate.harness.sampling import (
     Progress,
     Sampler,
@@ -34,7 +35,6 @@ from perfgate.harness.sampling import (
 )
 from perfgate.harness.timing import make_timer
 from perfgate.harness.timing_findings import timing_findings
-from perfgate.report.progress import InstanceProgress, RunReporter
 
 # Progress updates faster than this only cost time inside the instance's budget.
 _PROGRESS_INTERVAL_S = 0.1

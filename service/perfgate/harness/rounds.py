@@ -15,7 +15,7 @@ from typing import Any
 
 from perfgate.harness.api import BenchmarkInstance
 from perfgate.harness.measure import MeasureSettings, base_entry
-from perfgate.report.progress import InstanceProgress, RunReporter
+from perfgate.harness.progress import InstanceProgress, RunReporter
 
 
 def merge_rounds(

@@ -22,9 +22,9 @@ from perfgate.harness.measure import (
     prepare_torch,
     run_instances,
 )
+from perfgate.harness.progress import NullReporter, RunReporter
 from perfgate.harness.rounds import merge_rounds, run_round
 from perfgate.harness.timing import DEVICE_TIMINGS
-from perfgate.report.progress import NullReporter, RunReporter
 from perfgate.results import SCHEMA, ResultsDocument, parse_document
 
 

@@ -19,7 +19,7 @@ from perfgate.harness.api import BenchmarkInstance
 from perfgate.harness.device_errors import DeviceContextLostError
 from perfgate.harness.discovery import import_benchmark_file
 from perfgate.harness.measure import InstanceResult, MeasureSettings, prepare_torch, run_instances
-from perfgate.report.progress import InstanceProgress
+from perfgate.harness.progress import InstanceProgress
 
 #: Exit status of a worker that stopped because the CUDA context was lost.
 LOST_CONTEXT = 3

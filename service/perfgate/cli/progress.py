@@ -1,77 +1,21 @@
-"""Progress of `perfgate run`: a rich bar on a terminal, one plain line per instance in CI."""
+"""Progress of `perfgate run`: a rich bar on a terminal, one plain line per instance in CI.
+
+Both render the harness's progress protocol (`perfgate.harness.progress`).
+"""
 
 from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
+from perfgate.harness.progress import InstanceProgress, RunReporter
 from perfgate.report.run_table import format_ci
 from perfgate.report.units import format_value
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
-
-
-@dataclass(frozen=True)
-class InstanceProgress:
-    """Where one instance stands: sent while sampling and once when it finished."""
-
-    key: str
-    round_index: int
-    samples: int
-    median: float | None
-    ci_rel: float | None
-    elapsed: float
-
-
-class RunReporter(Protocol):
-    """What the runner tells the person watching.
-
-    `run_started` announces `instances` x `rounds` measurements. Rounds are numbered from 1; an
-    error with round 0 is a benchmark file that failed to import (not one of the measurements).
-    """
-
-    def run_started(self, *, instances: int, rounds: int) -> None: ...
-
-    def instance_started(self, key: str, *, round_index: int) -> None: ...
-
-    def instance_progress(self, progress: InstanceProgress) -> None: ...
-
-    def instance_finished(self, progress: InstanceProgress) -> None: ...
-
-    def instance_error(self, key: str, message: str, *, round_index: int) -> None: ...
-
-    def warning(self, message: str) -> None: ...
-
-    def run_finished(self) -> None: ...
-
-
-class NullReporter:
-    """Says nothing (library use and tests)."""
-
-    def run_started(self, *, instances: int, rounds: int) -> None:
-        return None
-
-    def instance_started(self, key: str, *, round_index: int) -> None:
-        return None
-
-    def instance_progress(self, progress: InstanceProgress) -> None:
-        return None
-
-    def instance_finished(self, progress: InstanceProgress) -> None:
-        return None
-
-    def instance_error(self, key: str, message: str, *, round_index: int) -> None:
-        return None
-
-    def warning(self, message: str) -> None:
-        return None
-
-    def run_finished(self) -> None:
-        return None
 
 
 def _summary(progress: InstanceProgress) -> str:
