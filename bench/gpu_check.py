@@ -39,7 +39,7 @@ from perfgate.config import GitHubContext
 from perfgate.harness.counters import count_kernel_launches
 from perfgate.harness.memory import measure_cuda_peak
 from perfgate.harness.profiling import profile_callable
-from perfgate.harness.runner import run_benchmarks
+from perfgate.harness.runner import RunOptions, run_benchmarks
 from perfgate.harness.sampling import SamplingConfig, sample
 from perfgate.harness.timing import make_synchronize, make_timer
 
@@ -138,12 +138,14 @@ def profile_check(device: torch.device) -> None:
 def examples_check(paths: list[str]) -> None:
     start = time.perf_counter()
     doc = run_benchmarks(
-        paths=paths,
-        device="cuda",
-        max_time=0.5,
-        commit="0" * 40,
+        RunOptions(
+            paths=paths,
+            device="cuda",
+            max_time=0.5,
+            commit="0" * 40,
+            project="perfgate/gpu-check",
+        ),
         github=GitHubContext(),
-        project="perfgate/gpu-check",
     )
     errors = [f"{b.key}: {b.error}" for b in doc.benchmarks if b.error]
     missing = [b.key for b in doc.benchmarks if not b.error and "kernel_launches" not in b.metrics]
@@ -184,12 +186,9 @@ def run_suite(text: str, **options) -> dict:
         options.setdefault("profile", False)
         options.setdefault("device", "cuda")
         doc = run_benchmarks(
-            paths=[folder],
-            commit="0" * 40,
+            RunOptions(paths=[folder], commit="0" * 40, project="perfgate/gpu-check", **options),
             github=GitHubContext(),
-            project="perfgate/gpu-check",
             cwd=folder,
-            **options,
         )
     return {"_doc": doc, **{b.key: b for b in doc.benchmarks}}
 

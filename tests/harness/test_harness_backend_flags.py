@@ -16,7 +16,7 @@ from perfgate.harness.backend_flags import (  # noqa: E402
     restore_backend_flags,
 )
 from perfgate.harness.environment import collect_environment, fingerprint  # noqa: E402
-from perfgate.harness.runner import run_benchmarks  # noqa: E402
+from perfgate.harness.runner import RunOptions, run_benchmarks  # noqa: E402
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -60,13 +60,9 @@ def test_a_setup_cannot_change_the_flags_of_later_instances(tmp_path, clean_flag
     (folder / "bench_flags.py").write_text(textwrap.dedent(LEAKY))
     before = read_backend_flags()
     doc = run_benchmarks(
-        paths=[folder],
-        commit=SHA,
+        RunOptions(paths=[folder], commit=SHA, max_time=0.05, profile=False, interleave=interleave),
         github=GitHubContext(),
         cwd=tmp_path,
-        max_time=0.05,
-        profile=False,
-        interleave=interleave,
     )
     by_key = {b.key: b for b in doc.benchmarks}
     assert by_key["b_reads_flags"].error is None

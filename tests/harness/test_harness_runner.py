@@ -13,7 +13,7 @@ from perfgate.config import GitHubContext
 from perfgate.errors import UsageError
 from perfgate.harness.progress import InstanceProgress
 from perfgate.harness.rounds import merge_rounds
-from perfgate.harness.runner import resolve_device, run_benchmarks
+from perfgate.harness.runner import RunOptions, resolve_device, run_benchmarks
 from perfgate.results import parse_document
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -91,7 +91,10 @@ def _suite(tmp_path, text=SUITE, name="bench_suite.py"):
 
 def _run(tmp_path, **kwargs):
     kwargs.setdefault("max_time", 0.05)
-    return run_benchmarks(commit=SHA, github=GitHubContext(), cwd=tmp_path, **kwargs)
+    reporter = kwargs.pop("reporter", None)
+    return run_benchmarks(
+        RunOptions(commit=SHA, **kwargs), reporter=reporter, github=GitHubContext(), cwd=tmp_path
+    )
 
 
 @pytest.mark.parametrize("interleave", [None, False])

@@ -195,22 +195,24 @@ def measure(
     # Imported here: torch is needed by measuring only.
     from perfgate.cli.progress import make_reporter
     from perfgate.config import running_in_ci
-    from perfgate.harness.runner import run_benchmarks
+    from perfgate.harness.runner import RunOptions, run_benchmarks
     from perfgate.results import dump_document
 
     document = run_benchmarks(
-        paths=paths,
-        filter=filter_expr,
-        device=device,
-        rounds=rounds,
-        max_time=max_time,
-        threads=threads,
-        pin_malloc=pin_malloc,
-        interleave=interleave,
-        # Calibration needs timings only; the profile pass would add minutes and nothing else.
-        profile=False,
-        commit=commit,
-        project=project,
+        RunOptions(
+            paths=paths,
+            filter=filter_expr,
+            device=device,
+            rounds=rounds,
+            max_time=max_time,
+            threads=threads,
+            pin_malloc=pin_malloc,
+            interleave=interleave,
+            # Calibration needs timings only; the profile pass would add minutes and nothing else.
+            profile=False,
+            commit=commit,
+            project=project,
+        ),
         reporter=make_reporter(
             interactive=sys.stderr.isatty() and not running_in_ci(), stream=sys.stderr
         ),

@@ -93,7 +93,7 @@ def command(
     from rich.console import Console
 
     from perfgate.cli.progress import make_reporter
-    from perfgate.harness.runner import run_benchmarks
+    from perfgate.harness.runner import RunOptions, run_benchmarks
     from perfgate.report.markdown import render_markdown
     from perfgate.report.terminal import render_terminal
     from perfgate.results import ResultsDocument, dump_document
@@ -122,20 +122,22 @@ def command(
                 )
                 with environment_set(**{SLOWDOWN_VARIABLE: slowdown}):
                     document = run_benchmarks(
-                        paths=(benchmarks,),
-                        filter=filter_expr,
-                        device="cpu",
-                        max_time=max_time,
-                        threads=threads,
-                        # One profile pass a side is enough for attribution.
-                        profile=round_index == rounds,
-                        commit=commit,
-                        branch=branch,
-                        project=PROJECT,
-                        pr=1 if branch != "main" else None,
-                        base_commit=main_commit if branch != "main" else None,
-                        # Fresh processes, as CI jobs would measure them.
-                        isolate=True,
+                        RunOptions(
+                            paths=(benchmarks,),
+                            filter=filter_expr,
+                            device="cpu",
+                            max_time=max_time,
+                            threads=threads,
+                            # One profile pass a side is enough for attribution.
+                            profile=round_index == rounds,
+                            commit=commit,
+                            branch=branch,
+                            project=PROJECT,
+                            pr=1 if branch != "main" else None,
+                            base_commit=main_commit if branch != "main" else None,
+                            # Fresh processes, as CI jobs would measure them.
+                            isolate=True,
+                        ),
                         reporter=make_reporter(interactive=interactive, stream=sys.stderr),
                     )
                 name = branch if rounds == 1 else f"{branch}-round{round_index}"

@@ -99,29 +99,31 @@ def command(
         raise UsageError("--server needs --token (or PERFGATE_TOKEN): an upload-scoped token")
     # Imported here: torch is needed by `run` only, and every other command works without it.
     from perfgate.cli.progress import make_reporter
-    from perfgate.harness.runner import run_benchmarks
+    from perfgate.harness.runner import RunOptions, run_benchmarks
     from perfgate.report.run_table import render_run_table
 
     ctx = click.get_current_context()
     policy = discover_policy()
     interactive = sys.stderr.isatty() and not running_in_ci()
     document = run_benchmarks(
-        paths=paths or (Path(from_policy(policy, "benchmarks").value),),
-        filter=filter_expr,
-        device=resolve(ctx, "device", policy).value,
-        rounds=resolve(ctx, "rounds", policy).value,
-        max_time=max_time,
-        threads=threads,
-        pin_malloc=not system_malloc,
-        interleave=interleave,
-        device_timing=device_timing,
-        cold_cache=cold_cache,
-        profile=not no_profile,
-        trace_dir=trace_dir,
-        commit=commit,
-        branch=branch,
-        project=project,
-        pr=pr,
+        RunOptions(
+            paths=paths or (Path(from_policy(policy, "benchmarks").value),),
+            filter=filter_expr,
+            device=resolve(ctx, "device", policy).value,
+            rounds=resolve(ctx, "rounds", policy).value,
+            max_time=max_time,
+            threads=threads,
+            pin_malloc=not system_malloc,
+            interleave=interleave,
+            device_timing=device_timing,
+            cold_cache=cold_cache,
+            profile=not no_profile,
+            trace_dir=trace_dir,
+            commit=commit,
+            branch=branch,
+            project=project,
+            pr=pr,
+        ),
         reporter=make_reporter(interactive=interactive, stream=sys.stderr),
     )
     render_run_table(document)

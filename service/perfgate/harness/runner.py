@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -28,46 +29,62 @@ from perfgate.harness.timing import DEVICE_TIMINGS
 from perfgate.results import SCHEMA, ResultsDocument, parse_document
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """What to run and how: one object shared by `perfgate run`, `demo` and `calibrate`.
+
+    `rounds` > 1 runs the whole selection that many times, each round in a fresh `python -m
+    perfgate.harness.worker` process, and pools the rounds (docs/architecture.md §4).
+    `pin_malloc` fixes glibc's malloc thresholds in every measuring process (see
+    `perfgate.harness.allocator`). `isolate` measures a single round in a worker process too, so
+    that a process which ran other benchmarks before (the demo runs both sides) does not measure
+    with warm caches and compiled kernels. `interleave` samples the instances of a round in
+    slices, round-robin (`measure_interleaved`); None means on CPU only (on CUDA every setup alive
+    at once could exhaust device memory). `device_timing` (CUDA) is "events" (time from an idle
+    device: launching and running) or "queued" (the device's work alone, see
+    `perfgate.harness.timing`); `cold_cache` (CUDA) flushes L2 before each call and times each
+    call alone (the default is hot-cache timing, back-to-back calls). `commit`, `branch`,
+    `project`, `pr` and `base_commit` override what git and the CI environment say.
+    """
+
+    paths: Sequence[str | Path] = (DEFAULT_PATH,)
+    filter: str | None = None
+    device: str = "auto"
+    rounds: int = 1
+    max_time: float | None = None
+    profile: bool = True
+    trace_dir: str | Path | None = None
+    commit: str | None = None
+    branch: str | None = None
+    project: str | None = None
+    pr: int | None = None
+    base_commit: str | None = None
+    threads: int | None = None
+    pin_malloc: bool = True
+    isolate: bool = False
+    interleave: bool | None = None
+    device_timing: str = "events"
+    cold_cache: bool = False
+
+
 def run_benchmarks(
+    options: RunOptions,
     *,
-    paths: Sequence[str | Path] = (DEFAULT_PATH,),
-    filter: str | None = None,
-    device: str = "auto",
-    rounds: int = 1,
-    max_time: float | None = None,
-    profile: bool = True,
-    trace_dir: str | Path | None = None,
-    commit: str | None = None,
-    branch: str | None = None,
-    project: str | None = None,
-    pr: int | None = None,
-    base_commit: str | None = None,
-    threads: int | None = None,
-    pin_malloc: bool = True,
-    isolate: bool = False,
-    interleave: bool | None = None,
-    device_timing: str = "events",
-    cold_cache: bool = False,
     reporter: RunReporter | None = None,
     github: GitHubContext | None = None,
     cwd: Path | None = None,
 ) -> ResultsDocument:
-    """Run the benchmarks under `paths` and return the validated results document.
+    """Run the benchmarks `options` select and return the validated results document.
 
-    `rounds` > 1 runs the whole selection that many times, each round in a fresh `python -m
-    perfgate.harness.worker` process, and pools the rounds (docs/architecture.md §4). `github`
-    defaults to `GitHubContext.from_env()`; `cwd` (default: the current directory) anchors relative
-    paths and the local git lookup. `pin_malloc` fixes glibc's malloc thresholds in every measuring
-    process (see `perfgate.harness.allocator`). `isolate` measures a single round in a worker
-    process too, so that a process which ran other benchmarks before (the demo runs both sides) does
-    not measure with warm caches and compiled kernels. `interleave` samples the instances of a round
-    in slices, round-robin (`measure_interleaved`); None means on CPU only (on CUDA every setup
-    alive at once could exhaust device memory). `device_timing` (CUDA) is "events" (time from an
-    idle device: launching and running) or "queued" (the device's work alone, see
-    `perfgate.harness.timing`); `cold_cache` (CUDA) flushes L2 before each call and times each call
-    alone (the default is hot-cache timing, back-to-back calls). Raises UsageError for bad options,
-    a missing commit or an empty selection.
+    `github` defaults to `GitHubContext.from_env()`; `cwd` (default: the current directory)
+    anchors relative paths and the local git lookup. Raises UsageError for bad options, a missing
+    commit or an empty selection.
     """
+    paths, filter, device, rounds = options.paths, options.filter, options.device, options.rounds
+    max_time, profile, trace_dir = options.max_time, options.profile, options.trace_dir
+    threads, pin_malloc, isolate = options.threads, options.pin_malloc, options.isolate
+    interleave, device_timing = options.interleave, options.device_timing
+    cold_cache = options.cold_cache
     if rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {rounds}")
     if max_time is not None and not max_time > 0:
@@ -81,11 +98,11 @@ def run_benchmarks(
     reporter = reporter or NullReporter()
     base = cwd or Path.cwd()
     git = resolve_git(
-        commit=commit,
-        branch=branch,
-        project=project,
-        pr=pr,
-        base_commit=base_commit,
+        commit=options.commit,
+        branch=options.branch,
+        project=options.project,
+        pr=options.pr,
+        base_commit=options.base_commit,
         github=github if github is not None else GitHubContext.from_env(),
         cwd=base,
     )
@@ -273,4 +290,4 @@ def _refuse_empty(selection: Selection, paths: Sequence[str | Path], filter: str
     )
 
 
-__all__ = ["resolve_device", "run_benchmarks"]
+__all__ = ["RunOptions", "resolve_device", "run_benchmarks"]
