@@ -8,6 +8,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY service ./service
 COPY migrations ./migrations
+COPY examples/benchmarks ./examples/benchmarks
 RUN python -m venv /opt/perfgate \
  && /opt/perfgate/bin/pip install ".[server]"
 

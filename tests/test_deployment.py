@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
+import tomllib
 import yaml
 from sqlalchemy.engine import make_url
 
@@ -240,6 +241,11 @@ def test_dockerignore_sends_what_the_build_copies_and_nothing_private() -> None:
         assert _ignored(private, patterns), f"{private} must not reach the build context"
     for needed in ("pyproject.toml", "README.md", "service", "migrations"):
         assert (REPO / needed).exists()
+    # What the wheel force-includes must be in the image's build: hatchling refuses a missing one.
+    wheel = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
+    for source in wheel["targets"]["wheel"]["force-include"]:
+        assert any(source == c or source.startswith(c.rstrip("/") + "/") for c in copied), source
+        assert not _ignored(f"{source}/x.py", patterns), f"{source} must reach the build context"
 
 
 # --- the containers' commands, run for real -------------------------------------------------------
