@@ -92,21 +92,21 @@ def test_change_points_are_stored_by_the_upload_itself(store: Store) -> None:
 
 def test_series_and_change_lists_never_write(store: Store) -> None:
     _upload(store, range(20), shift_at=10)
-    with writes(store.engine) as sent:
-        series = load_series(store.sessions, project=None, key=KEY, metric="time", branch="main")
-        listed = list_changes(store.sessions, project=None, branch="main", metric="time")
-        load_series(store.sessions, project=None, key=MEMORY_KEY, metric="flops", branch="main")
+    with writes(store.engine) as sent, store.sessions() as session:
+        series = load_series(session, project=None, key=KEY, metric="time", branch="main")
+        listed = list_changes(session, project=None, branch="main", metric="time")
+        load_series(session, project=None, key=MEMORY_KEY, metric="flops", branch="main")
     assert sent == []
     assert [c.run for c in series.change_points] == [series.points[10].run]
     assert [c.key for c in listed] == [KEY]
 
 
 def test_changes_filter_by_metric(db_url: str) -> None:
-    with open_store(db_url) as store:
+    with open_store(db_url) as store, store.sessions() as session:
         _upload(store, range(20), shift_at=10)
-    time = list_changes(store.sessions, project=None, branch="main", metric="time")
-    memory = list_changes(store.sessions, project=None, branch="main", metric="peak_memory")
-    every = list_changes(store.sessions, project=None, branch="main", metric=None)
+        time = list_changes(session, project=None, branch="main", metric="time")
+        memory = list_changes(session, project=None, branch="main", metric="peak_memory")
+        every = list_changes(session, project=None, branch="main", metric=None)
     assert [(c.key, c.metric) for c in time] == [(KEY, "time")]
     assert [(c.key, c.metric) for c in memory] == [(MEMORY_KEY, "peak_memory")]
     assert sorted(c.metric for c in every) == ["peak_memory", "time"]
@@ -188,8 +188,8 @@ def test_migration_0004_fills_cis_and_change_points(db_url: str) -> None:
         migrate.downgrade(store.engine, "0003")
         migrate.upgrade(store.engine)
         assert _stored(store) == [(KEY, "time", "open"), (MEMORY_KEY, "peak_memory", "open")]
-        series = load_series(store.sessions, project=None, key=KEY, metric="time", branch="main")
         with store.sessions() as session:
+            series = load_series(session, project=None, key=KEY, metric="time", branch="main")
             exact = session.scalar(
                 select(func.count())
                 .select_from(models.Measurement)

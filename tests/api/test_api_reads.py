@@ -93,9 +93,9 @@ def test_series_matches_the_cli_and_marks_the_shift(api: Api) -> None:
     response = api.get("/api/v1/series", project=PROJECT, key=KEY, metric="time", branch="main")
     assert response.status_code == 200, response.text
     data = response.json()
-    with open_store(api.db_url) as store:
+    with open_store(api.db_url) as store, store.sessions() as session:
         expected = series_json(
-            load_series(store.sessions, project=PROJECT, key=KEY, metric="time", branch="main")
+            load_series(session, project=PROJECT, key=KEY, metric="time", branch="main")
         )
     assert [p["run"] for p in data["points"]] == [p["run"] for p in expected["points"]]
     for got, want in zip(data["points"], expected["points"], strict=True):

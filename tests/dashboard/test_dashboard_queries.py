@@ -33,7 +33,8 @@ def test_branch_rows_show_the_change_points_the_trend_shows(store: Store) -> Non
     assert shifted.sparkline_changes == [12 - 10]
     assert all(r.change is None for k, r in rows.items() if k != SHIFTED_KEY)
     # The trend use case, on the whole history, shows the same and only that change point.
-    series = load_series(
-        store.sessions, project="acme/models", key=SHIFTED_KEY, metric="time", branch="main"
-    )
+    with store.sessions() as session:
+        series = load_series(
+            session, project="acme/models", key=SHIFTED_KEY, metric="time", branch="main"
+        )
     assert [c.commit for c in series.change_points] == [commit_of(SHIFT_AT)]

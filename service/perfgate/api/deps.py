@@ -9,16 +9,17 @@
     def page(name: str, session: SessionDep, state: StateDep) -> ...:
         ...  # `session` is closed after the request; never commit in a read route
 
-- `SessionDep`: one `Session` for the request, for the read queries in `perfgate.store.reads`
-  and `perfgate.store.queries` (they never commit).
-- `SessionsDep`: the `sessionmaker`, for use cases that own their transaction
-  (`store_document`, `load_series`, `list_changes`, `set_change_status`).
+- `SessionDep`: one `Session` for the request: every read (`perfgate.store.reads`,
+  `perfgate.store.queries`) and read use case (`load_series`, `list_changes`,
+  `store.comparisons.compare_in_store`) takes it and never commits or closes it.
+- `SessionsDep`: the `sessionmaker`, for the write use cases that own their transaction
+  (`store_document`, `set_change_status`).
 - `StateDep`: the whole `AppState` (`state.settings.public_read`,
   `state.settings.max_document_bytes`).
 
 A request should hold one connection at a time: close the `SessionDep` session
-(`session.close()`) before calling a use case that opens its own, or many concurrent requests
-can exhaust the pool while each waits for a second connection.
+(`session.close()`) before calling a write use case that opens its own, or many concurrent
+requests can exhaust the pool while each waits for a second connection.
 
 Authorisation is separate: see `perfgate.api.auth.authorize`.
 """

@@ -38,9 +38,9 @@ def command(
     from perfgate.store.connect import open_store
     from perfgate.store.trends import list_changes
 
-    with open_store(db_url) as store:
+    with open_store(db_url) as store, store.sessions() as session:
         changes = list_changes(
-            store.sessions,
+            session,
             project=project,
             branch=branch,
             metric=None if metric == "all" else metric,

@@ -45,9 +45,9 @@ def command(
 
     if plot is not None and plot.suffix.lower() not in (".svg", ".html", ".png"):
         raise UsageError(f"--plot: {plot} must end in .svg, .html or .png")
-    with open_store(db_url) as store:
+    with open_store(db_url) as store, store.sessions() as session:
         series = load_series(
-            store.sessions,
+            session,
             project=project,
             key=key,
             metric=metric,

@@ -218,7 +218,7 @@ def _series_ids(session: Session, *, project: str | None, key: str) -> tuple[int
 
 
 def load_series(
-    sessions: sessionmaker[Session],
+    session: Session,
     *,
     project: str | None,
     key: str,
@@ -229,28 +229,28 @@ def load_series(
 ) -> Series:
     """The history of `key` on `branch`, oldest first, with its stored change points.
 
-    Read only: change points are detected when runs are stored (`store/change_points.py`).
+    Read only, through the caller's session: change points are detected when runs are stored
+    (`store/change_points.py`).
     """
-    with sessions() as session:
-        project_id, benchmark_id = _series_ids(session, project=project, key=key)
-        points, unit, direction = _points(
-            session,
-            benchmark_id=benchmark_id,
-            metric=metric,
-            branch=branch,
-            since=since,
-            until=until,
-        )
-        if not points:
-            raise NotFoundError(f"no {metric!r} measurements of {key!r} on branch {branch!r}")
-        stored = _views(
-            session,
-            project_id=project_id,
-            branch=branch,
-            status=None,
-            benchmark_id=benchmark_id,
-            metric=metric,
-        )
+    project_id, benchmark_id = _series_ids(session, project=project, key=key)
+    points, unit, direction = _points(
+        session,
+        benchmark_id=benchmark_id,
+        metric=metric,
+        branch=branch,
+        since=since,
+        until=until,
+    )
+    if not points:
+        raise NotFoundError(f"no {metric!r} measurements of {key!r} on branch {branch!r}")
+    stored = _views(
+        session,
+        project_id=project_id,
+        branch=branch,
+        status=None,
+        benchmark_id=benchmark_id,
+        metric=metric,
+    )
     shown = {p.run for p in points}
     return Series(
         key=key,
@@ -264,7 +264,7 @@ def load_series(
 
 
 def list_changes(
-    sessions: sessionmaker[Session],
+    session: Session,
     *,
     project: str | None,
     branch: str,
@@ -276,11 +276,8 @@ def list_changes(
     Read only: one indexed query of the `change_points` table, however many benchmarks the
     project has.
     """
-    with sessions() as session:
-        project_row = queries.resolve_project(session, name=project)
-        return _views(
-            session, project_id=project_row.id, branch=branch, status=status, metric=metric
-        )
+    project_row = queries.resolve_project(session, name=project)
+    return _views(session, project_id=project_row.id, branch=branch, status=status, metric=metric)
 
 
 def set_change_status(

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import RedirectResponse
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from perfgate.api.auth import TOKEN_COOKIE, authorize, identify, visible_projects
 from perfgate.api.dashboard import login, queries, runcompare, views
@@ -67,7 +67,6 @@ def trend_page(
     *,
     project: str,
     session: SessionDep,
-    sessions: SessionsDep,
     key: str = "",
     metric: str = "time",
     branch: str = "",
@@ -106,9 +105,9 @@ def trend_page(
         "here": here,
         "statuses": TRIAGE_ACTIONS,
     }
-    overlay = _overlay(sessions, session, project, key=key, metric=metric, head=head)
+    overlay = _overlay(session, project, key=key, metric=metric, head=head)
     try:
-        series = load_series(sessions, project=project, key=key, metric=metric, branch=branch)
+        series = load_series(session, project=project, key=key, metric=metric, branch=branch)
     except NotFoundError as exc:
         context["message"] = str(exc)
         return render(request, "trend.html", context, status_code=404)
@@ -137,7 +136,6 @@ def _may_triage(request: Request, session: Session, project: str) -> bool:
 
 
 def _overlay(
-    sessions: sessionmaker[Session],
     session: Session,
     project: str,
     *,
@@ -152,9 +150,7 @@ def _overlay(
     if run.project != project or not run.branch:
         raise NotFoundError(f"run {head!r} is not a run of {project!r} on a branch")
     try:
-        pr_series = load_series(
-            sessions, project=project, key=key, metric=metric, branch=run.branch
-        )
+        pr_series = load_series(session, project=project, key=key, metric=metric, branch=run.branch)
     except NotFoundError:
         return None
     point = next((p for p in pr_series.points if p.run == run.id), None)

@@ -23,7 +23,6 @@ def list_changes(
     *,
     request: Request,
     session: SessionDep,
-    sessions: SessionsDep,
     project: ProjectQuery,
     branch: Annotated[str, Query(min_length=1, max_length=255)] = "main",
     status: Annotated[ChangeStatus | None, Query(description="Omit for every status.")] = None,
@@ -33,8 +32,7 @@ def list_changes(
     stored; this only reads them."""
     authorize(request, session, project=project, scope="read")
     reads.get_project(session, name=project)
-    session.close()
-    changes = stored_changes(sessions, project=project, branch=branch, metric=metric, status=status)
+    changes = stored_changes(session, project=project, branch=branch, metric=metric, status=status)
     return ChangesOut(change_points=[ChangePointOut.of(c) for c in changes])
 
 

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import TypeAdapter
 
 from perfgate.api.auth import authorize, visible_projects
-from perfgate.api.deps import SessionDep, SessionsDep
+from perfgate.api.deps import SessionDep
 from perfgate.api.routes import errors
 from perfgate.api.routes.runs import ProjectQuery
 from perfgate.api.schemas import (
@@ -60,7 +60,6 @@ def get_series(
     *,
     request: Request,
     session: SessionDep,
-    sessions: SessionsDep,
     project: ProjectQuery,
     key: Annotated[str, Query(min_length=1, max_length=1000, description="Benchmark key.")],
     metric: Annotated[str, Query(min_length=1, max_length=64)] = "time",
@@ -74,9 +73,8 @@ def get_series(
     summary columns. Read only.
     """
     authorize(request, session, project=project, scope="read")
-    session.close()  # load_series opens its own session
     series = load_series(
-        sessions, project=project, key=key, metric=metric, branch=branch, since=since, until=until
+        session, project=project, key=key, metric=metric, branch=branch, since=since, until=until
     )
     # A whole history is thousands of points: the store's dataclasses, which have exactly
     # SeriesOut's fields, are serialised by pydantic-core in one pass, with no per-point models.
