@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from importer_helpers import (
+    DATA,
     assert_one_line_error,
     by_key,
     import_and_compare,
@@ -89,10 +90,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("googlebench")
     return {
         "base": _run(tmp, "base", 500),
-        "base2": _run(tmp, "base2", 500),
-        # The planted slowdown: three times the work.
-        "head": _run(tmp, "head", 1500),
-        "head2": _run(tmp, "head2", 1500),
         "aggregates": _run(tmp, "aggregates", 500, "--benchmark_report_aggregates_only=true"),
         "walled": _run(tmp, "walled", 500, walled=True),
     }
@@ -152,7 +149,11 @@ def test_items_per_second_is_throughput(runs: dict[str, Path], tmp_path: Path) -
     assert throughput["samples"] == expected
 
 
-def test_planted_slowdown_is_a_regression(runs: dict[str, Path], tmp_path: Path) -> None:
+def test_planted_slowdown_is_a_regression(tmp_path: Path) -> None:
+    # Recorded once with the real Google Benchmark (tests/data/importers/README.md): a verdict
+    # on live timings would depend on how busy the machine is.
+    recorded = DATA / "googlebench"
+    runs = {name: recorded / f"{name}.json" for name in ("base", "base2", "head", "head2")}
     # Two runs (rounds) a side: with one, the comparator learns the run-to-run noise only from
     # how three benchmarks moved, the slowed one among them, and 2 of about 40 loaded runs were
     # 'not significant' (CI -40% to +2000%).

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from importer_helpers import (
+    DATA,
     assert_one_line_error,
     by_key,
     import_and_compare,
@@ -58,8 +59,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         # A fixed, small loop count: no calibration, and values short enough (about 0.1 ms)
         # that most escape preemption on a loaded machine.
         "base": _run(tmp, "base", 500, "--loops=20"),
-        # The planted slowdown: three times the work.
-        "head": _run(tmp, "head", 1500, "--loops=20"),
         # Calibrated: the first worker only finds the loop count and has no values.
         "calibrated": _run(tmp, "calibrated", 500, "--min-time=0.001"),
     }
@@ -92,8 +91,13 @@ def test_calibration_run_is_dropped(runs: dict[str, Path], tmp_path: Path) -> No
     assert time["rounds"] == [len(r["values"]) for r in runs_of_steady if "values" in r]
 
 
-def test_planted_slowdown_is_a_regression(runs: dict[str, Path], tmp_path: Path) -> None:
-    results = import_and_compare("pyperf", [runs["base"]], [runs["head"]], tmp_path)
+def test_planted_slowdown_is_a_regression(tmp_path: Path) -> None:
+    # Recorded once with the real pyperf (tests/data/importers/README.md): a verdict on live
+    # timings would depend on how busy the machine is.
+    recorded = DATA / "pyperf"
+    results = import_and_compare(
+        "pyperf", [recorded / "base.json"], [recorded / "head.json"], tmp_path
+    )
     slowed = results[("slowed", "time")]
     assert slowed["verdict"] == "regression", slowed["reason"]
     assert slowed["ratio"] > 2

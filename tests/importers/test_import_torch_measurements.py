@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from importer_helpers import (
     BASE,
+    DATA,
     PROJECT,
     assert_one_line_error,
     by_key,
@@ -44,8 +45,7 @@ def _measure(n_slowed: int) -> list[Any]:
 
 @pytest.fixture(scope="module")
 def measured() -> dict[str, list[Any]]:
-    # The planted slowdown: three times the work.
-    return {"base": _measure(500), "head": _measure(1500)}
+    return {"base": _measure(500)}
 
 
 def _pickle(tmp_path: Path, name: str, measurements: list[Any]) -> Path:
@@ -82,12 +82,12 @@ def test_pickle_imports_like_the_objects(measured: dict[str, list[Any]], tmp_pat
     }
 
 
-def test_planted_slowdown_is_a_regression(measured: dict[str, list[Any]], tmp_path: Path) -> None:
+def test_planted_slowdown_is_a_regression(tmp_path: Path) -> None:
+    # Pickles recorded once with torch.utils.benchmark (tests/data/importers/README.md): a
+    # verdict on live timings would depend on how busy the machine is.
+    recorded = DATA / "torch"
     results = import_and_compare(
-        "torch-pickle",
-        [_pickle(tmp_path, "base", measured["base"])],
-        [_pickle(tmp_path, "head", measured["head"])],
-        tmp_path,
+        "torch-pickle", [recorded / "base.pkl"], [recorded / "head.pkl"], tmp_path
     )
     slowed = results[("slowed[description=sum,num_threads=1,sub_label=py]", "time")]
     assert slowed["verdict"] == "regression", slowed["reason"]
