@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -53,7 +51,7 @@ from perfgate.store.connect import open_store
 from perfgate.store.engine import make_engine
 from perfgate.store.tokens import create_token
 from synthetic import synthetic_document
-from upload_throughput import Large, large_comparison  # bench/, the script's own folder
+from upload_throughput import Large, large_comparison, serve  # bench/, the script's folder
 
 PROJECT = "scale/demo"
 # The /changes case: a project with very many benchmarks (and so very many series).
@@ -365,45 +363,8 @@ def busy_cpus() -> Iterator[int]:
 
 @contextmanager
 def server(db_url: str, workers: int) -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "perfgate",
-            "serve",
-            "--db",
-            db_url,
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-            "--log-level",
-            "warning",
-        ],
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("perfgate serve did not start")
-            time.sleep(0.2)
+    with serve(db_url, workers=workers) as (url, _pid):
         yield url
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
 
 
 def latencies(call: Callable[[], httpx.Response], repeats: int) -> list[float]:

@@ -184,15 +184,15 @@ def raw_copy_seconds(url: str, document: ResultsDocument) -> tuple[float, int]:
 
 
 @contextmanager
-def serve(db_url: str) -> Iterator[tuple[str, int]]:
-    """`perfgate serve --workers 1` on `db_url` in a subprocess: its URL and process id."""
+def serve(db_url: str, *, workers: int = 1) -> Iterator[tuple[str, int]]:
+    """`perfgate serve --workers N` on `db_url` in a subprocess: its URL and process id."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     process = subprocess.Popen(
         [
             *(sys.executable, "-m", "perfgate", "serve", "--db", db_url, "--port", str(port)),
-            *("--workers", "1", "--log-level", "warning"),
+            *("--workers", str(workers), "--log-level", "warning"),
         ],
         start_new_session=True,
     )
