@@ -307,7 +307,7 @@ def parse_document(data: object, *, source: str = "") -> ResultsDocument:
     try:
         document = ResultsDocument.model_validate(data)
     except ValidationError as exc:
-        raise _document_error(exc, source) from None
+        raise document_error(exc, source) from None
     _check_consistency(document, source)
     return document
 
@@ -386,7 +386,7 @@ _PYDANTIC_MESSAGES = {
 }
 
 
-def _document_error(exc: ValidationError, source: str) -> DocumentError:
+def document_error(exc: ValidationError, source: str) -> DocumentError:
     errors = exc.errors(include_url=False)
     first = errors[0]
     path = format_path(first["loc"])

@@ -1,17 +1,23 @@
-"""The comparison document (`perfgate/comparison@1`, docs/architecture.md §9): to JSON and back."""
+"""The comparison document (`perfgate/comparison@1`, docs/architecture.md §9): to JSON and back.
+
+Reading goes through the validator in `perfgate.report.comparison_schema`.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from perfgate.errors import DocumentError
+from perfgate.report.comparison_schema import (
+    CommonModel,
+    ResultModel,
+    SideInfoModel,
+    SideSummaryModel,
+    validate_comparison,
+)
 from perfgate.stats.model import (
     COMPARISON_SCHEMA,
-    POSSIBLE_REGRESSION,
-    VERDICTS,
     CommonFinding,
     Comparison,
-    Flag,
     MetricResult,
     OpDelta,
     SideInfo,
@@ -106,82 +112,79 @@ def _common(finding: CommonFinding | None) -> dict[str, Any] | None:
     }
 
 
-def _common_from(data: dict[str, Any] | None) -> CommonFinding | None:
-    if data is None:
-        return None
-    return CommonFinding(
-        ratio=float(data["ratio"]),
-        ci=(float(data["ci"][0]), float(data["ci"][1])),
-        benchmarks=int(data["benchmarks"]),
-        verdict=data["verdict"],
-        reason=str(data["reason"]),
-        noise=str(data["noise"]),
-        # Absent from documents written before the shift named its benchmarks.
-        affected=tuple(str(key) for key in data.get("affected") or ()),
+def comparison_from_json(data: Any, *, source: str = "") -> Comparison:
+    """Read a comparison document back (what `perfgate comment` consumes).
+
+    `validate_comparison` checks every field first, so a DocumentError names the bad one.
+    """
+    document = validate_comparison(data, source=source)
+    return Comparison(
+        base=_side_info_from(document.base),
+        head=_side_info_from(document.head),
+        alpha=document.settings.alpha,
+        threshold=document.settings.threshold,
+        warnings=list(document.warnings),
+        results=[_result_from(r) for r in document.results],
+        common_factor=_common_from(document.common_factor),
     )
 
 
-def comparison_from_json(data: Any, *, source: str = "") -> Comparison:
-    """Read a comparison document back (what `perfgate comment` consumes)."""
-    try:
-        if not isinstance(data, dict) or data.get("schema") != COMPARISON_SCHEMA:
-            raise DocumentError(f"not a {COMPARISON_SCHEMA} document", path="schema", source=source)
-        results = [_result(r) for r in data["results"]]
-        return Comparison(
-            base=SideInfo(**data["base"]),
-            head=SideInfo(**data["head"]),
-            alpha=float(data["settings"]["alpha"]),
-            threshold=float(data["settings"]["threshold"]),
-            warnings=[str(w) for w in data.get("warnings", [])],
-            results=results,
-            common_factor=_common_from(data.get("common_factor")),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise DocumentError(
-            f"malformed comparison document ({type(exc).__name__}: {exc})", source=source
-        ) from None
+def _side_info_from(info: SideInfoModel) -> SideInfo:
+    return SideInfo(commit=info.commit, runs=list(info.runs), branch=info.branch, label=info.label)
 
 
-def _summary(data: dict[str, Any] | None) -> SideSummary | None:
-    return SideSummary(**data) if data is not None else None
-
-
-_FLAGS: dict[str, Flag] = {POSSIBLE_REGRESSION: POSSIBLE_REGRESSION}
-
-
-def _flag(value: Any) -> Flag | None:
-    if value is None:
+def _summary_from(summary: SideSummaryModel | None) -> SideSummary | None:
+    if summary is None:
         return None
-    if value not in _FLAGS:
-        raise ValueError(f"unknown flag {value!r}")
-    return _FLAGS[value]
+    return SideSummary(n=summary.n, median=summary.median, iqr=summary.iqr, rounds=summary.rounds)
 
 
-def _result(data: dict[str, Any]) -> MetricResult:
-    if data["verdict"] not in VERDICTS:
-        raise ValueError(f"unknown verdict {data['verdict']!r}")
+def _common_from(finding: CommonModel | None) -> CommonFinding | None:
+    if finding is None:
+        return None
+    return CommonFinding(
+        ratio=finding.ratio,
+        ci=finding.ci,
+        benchmarks=finding.benchmarks,
+        verdict=finding.verdict,
+        reason=finding.reason,
+        noise=finding.noise,
+        affected=tuple(finding.affected),
+    )
+
+
+def _result_from(result: ResultModel) -> MetricResult:
     return MetricResult(
-        key=data["key"],
-        benchmark=data["benchmark"],
-        params=data["params"],
-        metric=data["metric"],
-        unit=data["unit"],
-        direction=data["direction"],
-        exact=bool(data["exact"]),
-        base=_summary(data["base"]),
-        head=_summary(data["head"]),
-        ratio=data["ratio"],
-        ci=(float(data["ci"][0]), float(data["ci"][1])) if data["ci"] else None,
-        p_value=data["p_value"],
-        q_value=data["q_value"],
-        threshold=data["threshold"],
-        verdict=data["verdict"],
-        reason=data["reason"],
-        noise=data.get("noise"),
-        attribution=[OpDelta(**d) for d in data.get("attribution", [])],
-        history=[float(v) for v in data.get("history") or []],
-        # Both absent from documents written before flags and speed levels existed.
-        flag=_flag(data.get("flag")),
-        levels=tuple(float(v) for v in data.get("levels") or ()),
-        baseline_runs=int(data.get("baseline_runs") or 0),
+        key=result.key,
+        benchmark=result.benchmark,
+        params=dict(result.params),
+        metric=result.metric,
+        unit=result.unit,
+        direction=result.direction,
+        exact=result.exact,
+        base=_summary_from(result.base),
+        head=_summary_from(result.head),
+        ratio=result.ratio,
+        ci=result.ci,
+        p_value=result.p_value,
+        q_value=result.q_value,
+        threshold=result.threshold,
+        verdict=result.verdict,
+        reason=result.reason,
+        noise=result.noise,
+        attribution=[
+            OpDelta(
+                op=d.op,
+                base_us=d.base_us,
+                head_us=d.head_us,
+                delta_us=d.delta_us,
+                base_count=d.base_count,
+                head_count=d.head_count,
+            )
+            for d in result.attribution
+        ],
+        history=list(result.history),
+        flag=result.flag,
+        levels=tuple(result.levels),
+        baseline_runs=result.baseline_runs,
     )
