@@ -24,6 +24,7 @@ PURE = [
     "sides.py",
     "results.py",
     "document_json.py",
+    "json_text.py",
     "stats",
     "report",
     "errors.py",

@@ -76,6 +76,25 @@ def decode(text: str) -> object:
     return json.loads(text, object_pairs_hook=_object, parse_int=_integer)
 
 
+def same_json(a: object, b: object) -> bool:
+    """Whether `a` and `b` are the same JSON value: what `==` says, but with the JSON types kept.
+
+    Python's `==` holds `True == 1 == 1.0` and `0.0 == -0.0`, which JSON (and the content hash)
+    tells apart; a float is compared by the text JSON writes for it.
+    """
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        assert isinstance(b, dict)
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        assert isinstance(b, list)
+        return len(a) == len(b) and all(map(same_json, a, b))
+    if isinstance(a, float):
+        return repr(a) == repr(b)
+    return a == b
+
+
 def printable(text: str) -> str:
     """`text` with lone surrogates written as `\\udxxx`, so that it can go out as UTF-8."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -433,6 +433,8 @@ def dump_document(document: ResultsDocument, path: str | Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     # Written whole then renamed, so a crash never leaves half a document behind.
-    tmp.write_text(json.dumps(document.to_json_dict(), indent=1) + "\n", encoding="utf-8")
+    tmp.write_text(
+        json.dumps(document.to_json_dict(), indent=1, allow_nan=False) + "\n", encoding="utf-8"
+    )
     tmp.replace(out)
     return out

@@ -96,7 +96,7 @@ def _insert(session: Session, document: ResultsDocument, content_hash: str) -> U
             document, project_id=project_id, environment=environment, content_hash=content_hash
         ),
     )
-    benchmark_ids = bulk.ensure_benchmarks(
+    benchmark_ids, stored = bulk.ensure_benchmark_rows(
         session,
         project_id=project_id,
         specs=[
@@ -106,17 +106,21 @@ def _insert(session: Session, document: ResultsDocument, content_hash: str) -> U
     )
     # Streamed from generators into COPY (PostgreSQL) or the driver's executemany (SQLite): the
     # rows of a large document are never all in memory at once.
+    shared = {key: (row.name, row.params) for key, row in stored.items()}
     for model, columns, rows in (
-        (models.Instance, INSTANCE_COLUMNS, instance_rows),
-        (models.Measurement, MEASUREMENT_COLUMNS, measurement_rows),
-        (models.Op, OP_COLUMNS, op_rows),
+        (
+            models.Instance,
+            INSTANCE_COLUMNS,
+            instance_rows(document, benchmark_ids=benchmark_ids, stored=shared),
+        ),
+        (
+            models.Measurement,
+            MEASUREMENT_COLUMNS,
+            measurement_rows(document, benchmark_ids=benchmark_ids),
+        ),
+        (models.Op, OP_COLUMNS, op_rows(document, benchmark_ids=benchmark_ids)),
     ):
-        bulk.write_rows(
-            session,
-            table=repository.table_of(model),
-            columns=columns,
-            rows=rows(document, benchmark_ids=benchmark_ids),
-        )
+        bulk.write_rows(session, table=repository.table_of(model), columns=columns, rows=rows)
     return _outcome(document, created=True)
 
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import functools
-import math
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
@@ -23,6 +22,7 @@ from perfgate.api.schemas import (
     SeriesOut,
     UtcTime,
 )
+from perfgate.json_text import finite
 from perfgate.report.comparison_json import comparison_to_json
 from perfgate.stats.compare import CompareSettings
 from perfgate.store import comparisons, reads
@@ -125,14 +125,3 @@ def compare(
 @functools.cache
 def _series_json() -> TypeAdapter[Series]:
     return TypeAdapter(Series)
-
-
-def finite(value: Any) -> Any:
-    """The same data with NaN and infinities as null, which JSON can carry."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(v) for v in value]
-    return value
