@@ -25,6 +25,7 @@ PURE = [
     "results.py",
     "document_json.py",
     "json_text.py",
+    "gc_pause.py",
     "stats",
     "report",
     "errors.py",
