@@ -8,6 +8,7 @@ from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from perfgate.errors import ConflictError, DatabaseError, DocumentError
+from perfgate.gc_pause import gc_paused
 from perfgate.results import ResultsDocument
 from perfgate.store import bulk, models, repository
 from perfgate.store.change_points import refresh_changes
@@ -42,6 +43,13 @@ def store_document(sessions: sessionmaker[Session], document: ResultsDocument) -
     The same run id with the same content is a no-op (`created=False`); with different content it
     is a ConflictError. A concurrent upload of the same run is told apart the same way.
     """
+    # The collector paused: a large document is millions of live objects, which each collection
+    # the rows and the change-point refresh set off would walk again (perfgate/gc_pause.py).
+    with gc_paused():
+        return _store(sessions, document)
+
+
+def _store(sessions: sessionmaker[Session], document: ResultsDocument) -> UploadOutcome:
     content_hash = document.content_hash()
     try:
         with sessions() as session, session.begin():
