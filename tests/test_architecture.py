@@ -24,6 +24,8 @@ PURE = [
     "sides.py",
     "results.py",
     "document_json.py",
+    "json_text.py",
+    "gc_pause.py",
     "stats",
     "report",
     "errors.py",

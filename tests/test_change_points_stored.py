@@ -4,6 +4,7 @@ what older stores lack (median CIs, change points)."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
@@ -15,6 +16,7 @@ from sqlalchemy import Engine, delete, event, func, select, update
 
 from perfgate.cli import cli
 from perfgate.results import parse_document
+from perfgate.stats.changepoints import detect_change_points
 from perfgate.stats.summary import median_ci
 from perfgate.store import change_points, migrate, models
 from perfgate.store.connect import Store, open_store
@@ -211,3 +213,13 @@ def test_a_commit_prefix_is_text_not_a_pattern(store: Store) -> None:
         commit = _document(1, shift_at=10)["run"]["commit"]
         (run,) = runs_for_commit(session, project_id=project_id, commit=commit[:8])
     assert run.commit == commit
+
+
+@pytest.mark.parametrize("n", range(0, 14))
+def test_short_series_are_decided_as_the_detector_decides(n: int) -> None:
+    """`detect_changes` answers series too short to cut without calling the detector; the
+    answer must be the detector's, whatever its minimum segment is now."""
+    medians = [1.0] * (n // 2) + [4.0] * (n - n // 2)
+    logs = [math.log(m) for m in medians]
+    expected = detect_change_points(logs) if n >= 2 else []
+    assert [index for index, _, _ in change_points.detect_changes(medians)] == expected

@@ -145,11 +145,11 @@ def test_db_commands(empty_db_url: str) -> None:
     current = invoke("db", "current", "--db", empty_db_url)
     assert current.exit_code == 0 and "no perfgate schema" in current.stdout
     up = invoke("db", "upgrade", "--db", empty_db_url)
-    assert up.exit_code == 0 and "upgraded (empty) -> 0004" in up.stdout
+    assert up.exit_code == 0 and "upgraded (empty) -> 0005" in up.stdout
     assert "(head)" in invoke("db", "current", "--db", empty_db_url).stdout
-    assert "already at 0004" in invoke("db", "upgrade", "--db", empty_db_url).stdout
+    assert "already at 0005" in invoke("db", "upgrade", "--db", empty_db_url).stdout
     down = invoke("db", "downgrade", "--db", empty_db_url, "--revision", "base")
-    assert down.exit_code == 0 and "downgraded 0004 -> (empty)" in down.stdout
+    assert down.exit_code == 0 and "downgraded 0005 -> (empty)" in down.stdout
 
 
 @pytest.mark.parametrize(

@@ -363,3 +363,40 @@ def test_comparing_two_files_imports_no_store(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
     )
     assert "LOADED []" in done.stdout
+
+
+def _strict_json(text: str) -> Any:
+    """Parse as strict JSON: NaN and Infinity are not JSON, so they fail here."""
+
+    def refuse(word: str) -> None:
+        raise ValueError(f"{word} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_output_is_strict_for_an_infinite_ratio(tmp_path: Path) -> None:
+    """A value of 1e-300 that becomes 1e300 has an infinite ratio; JSON says null, not Infinity."""
+    for name, value, commit in (("base.json", 1e-300, "a"), ("head.json", 1e300, "b")):
+        document = synthetic_document(benchmarks=1, samples=8, seed=1, commit=commit * 40)
+        document["benchmarks"][0]["metrics"]["flops"] = {
+            "unit": "flop",
+            "direction": "lower",
+            "value": value,
+            "exact": True,
+        }
+        (tmp_path / name).write_text(json.dumps(document))
+    out = tmp_path / "comparison.json"
+    result = invoke(
+        "compare",
+        str(tmp_path / "base.json"),
+        str(tmp_path / "head.json"),
+        "--format",
+        "json",
+        "--out",
+        str(out),
+    )
+    assert result.exit_code in (0, 1), result.output  # whether flops gate is the policy's call
+    data = _strict_json(out.read_text())
+    flops = next(r for r in data["results"] if r["metric"] == "flops")
+    assert flops["verdict"] == "regression"
+    assert flops["ratio"] is None

@@ -471,3 +471,83 @@ def test_free_form_limits_also_apply_to_decoded_data(doc_data: dict[str, Any]) -
     doc_data["run"]["ci"]["n"] = 10**5000
     with pytest.raises(DocumentError, match=r"^run\.ci\.n: integer out of range"):
         parse_document(doc_data)
+
+
+# --- the fast path of parse_document_bytes (document_json.decode_checked) ------------------------
+
+
+def _raw_with(doc_data: dict[str, Any], marker: str, literal: str) -> str:
+    """The document as JSON text with the string value `marker` replaced by raw JSON `literal`."""
+    return json.dumps(doc_data).replace(json.dumps(marker), literal, 1)
+
+
+_PLANTED = [
+    # (where the marker goes, the raw JSON put there): each breaks a JSON-level rule
+    ("name", '"k\\ud800"'),  # a lone surrogate in a benchmark's name
+    ("tag", '"a\\u0000b"'),  # NUL in a tag
+    ("sample", "2" + "0" * 308),  # 2e308: past the largest float
+    ("sample", "1" + "0" * 500),  # past what Python turns into an int
+    ("param", "-" + "9" * 320),
+    ("ci", '{"a": 1, "a": 2}'),  # a duplicate key in a free-form field
+    ("bench", '{"name": "k", "name": "k"}'),  # and in a benchmark
+    ("ci", "NaN"),
+    ("ci", "1e999"),  # parses as infinity
+    ("env", "-Infinity"),
+    ("ci", "[" * 40 + "]" * 40),  # nested too deep
+    ("env", '{"\\ud83d\\ude00": "paired surrogates are fine", "x": "\\\\u0000 is text"}'),
+]
+
+
+@pytest.mark.parametrize(("where", "literal"), _PLANTED)
+def test_bytes_are_judged_as_the_full_check_judges_them(
+    doc_data: dict[str, Any], where: str, literal: str
+) -> None:
+    """Reading bytes skips walking the benchmarks when the decoder saw nothing suspicious; the
+    answer must be the full check's, error and path, whatever is planted where."""
+    marker = "PLANTED-VALUE"
+    bench = doc_data["benchmarks"][1]
+    if where == "name":
+        bench["name"] = marker
+    elif where == "tag":
+        bench["tags"] = ["x", marker]
+    elif where == "sample":
+        _time(doc_data, 1)["samples"][3] = marker
+    elif where == "param":
+        bench["params"]["n"] = marker
+    elif where == "bench":
+        doc_data["benchmarks"][2] = marker
+    elif where == "ci":
+        doc_data["run"]["ci"] = {"job": {"inner": marker}}
+    else:
+        doc_data["environment"]["extra"] = marker
+    text = _raw_with(doc_data, marker, literal)
+    from perfgate import document_json
+
+    def outcome(parse: Callable[[], Any]) -> tuple[str, str] | str:
+        try:
+            return parse().content_hash()  # type: ignore[no-any-return]
+        except DocumentError as exc:
+            return (exc.path or "", str(exc))
+
+    full = outcome(lambda: parse_document(document_json.decode(text)))
+    fast = outcome(lambda: parse_document_bytes(text.encode()))
+    assert fast == full
+    if "paired" not in literal:
+        assert isinstance(full, tuple), "the planted value should be refused"
+
+
+def test_samples_are_judged_one_by_one_when_the_list_is_not_plain(
+    doc_data: dict[str, Any],
+) -> None:
+    """The whole-list check of samples names the same sample as a check of each would."""
+    for bad, message in ((True, "sample must be a number, got bool"), ("1", "got str")):
+        samples = _time(doc_data, 1)["samples"]
+        samples[4] = bad
+        with pytest.raises(DocumentError) as caught:
+            parse_document(doc_data)
+        assert caught.value.path == "benchmarks[1].metrics.time.samples[4]"
+        assert message in str(caught.value)
+        samples[4] = 1.0
+    # Finite samples whose sum overflows a float are still valid.
+    _time(doc_data, 1)["samples"][:2] = [1.5e308, 1.5e308]
+    assert parse_document(doc_data).benchmarks[1].metrics["time"].samples[:2] == [1.5e308] * 2

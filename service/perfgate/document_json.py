@@ -76,6 +76,59 @@ def decode(text: str) -> object:
     return json.loads(text, object_pairs_hook=_object, parse_int=_integer)
 
 
+# An escaped NUL or surrogate (`\u0000`, `\ud800`): the only way either can reach a decoded
+# string, since the parser refuses a raw control character and UTF-8 cannot carry a surrogate.
+# `\\u0000` (an escaped backslash, then text) also matches; a false alarm only costs a full check.
+_ESCAPED_NUL_OR_SURROGATE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+# Integer literals with this many digits may be past the largest float (about 1.8e308).
+_RANGE_DIGITS = len(str(_MAX_INTEGER))
+
+
+def decode_checked(text: str) -> tuple[object, bool]:
+    """`decode`, and whether the text may break a rule outside the free-form fields.
+
+    False means that only `run.ci` and the environment can break one (a NaN, too deep), which
+    `first_problem(data, free_form_only=True)` checks without walking the benchmarks: the
+    decoder saw no duplicate key and no integer of `_RANGE_DIGITS` digits or more, and the text
+    has no escaped NUL or surrogate. That walk was most of the time of validating a large
+    document.
+    """
+    flagged: list[bool] = []
+
+    def object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = _object(pairs)
+        if type(result) is _DuplicateKeys:
+            flagged.append(True)
+        return result
+
+    def integer_hook(literal: str) -> int | _LongInteger:
+        if len(literal) >= _RANGE_DIGITS:
+            flagged.append(True)
+        return _integer(literal)
+
+    data = json.loads(text, object_pairs_hook=object_hook, parse_int=integer_hook)
+    return data, bool(flagged) or _ESCAPED_NUL_OR_SURROGATE.search(text) is not None
+
+
+def same_json(a: object, b: object) -> bool:
+    """Whether `a` and `b` are the same JSON value: what `==` says, but with the JSON types kept.
+
+    Python's `==` holds `True == 1 == 1.0` and `0.0 == -0.0`, which JSON (and the content hash)
+    tells apart; a float is compared by the text JSON writes for it.
+    """
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        assert isinstance(b, dict)
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        assert isinstance(b, list)
+        return len(a) == len(b) and all(map(same_json, a, b))
+    if isinstance(a, float):
+        return repr(a) == repr(b)
+    return a == b
+
+
 def printable(text: str) -> str:
     """`text` with lone surrogates written as `\\udxxx`, so that it can go out as UTF-8."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -111,14 +164,18 @@ def _child(path: str, key: str) -> str:
     return f"{path}.{printable(key)}" if path else printable(key)
 
 
-def first_problem(data: dict[str, Any]) -> tuple[str, str] | None:
+def first_problem(data: dict[str, Any], *, free_form_only: bool = False) -> tuple[str, str] | None:
     """The path and message of a value that breaks one of the rules above; None if none does.
 
     The root's `run.ci` and `environment` are the free-form fields (depth 1). Long lists of plain
-    numbers (samples) are checked without building a path for each number.
+    numbers (samples) are checked without building a path for each number. `free_form_only`
+    walks only those two fields, in document order (see `decode_checked` for when that is the
+    same answer).
     """
     # (path, value, depth within a free-form field, or 0 outside them)
-    stack: list[tuple[str, object, int]] = [("", data, 0)]
+    stack: list[tuple[str, object, int]] = (
+        _free_form_fields(data) if free_form_only else [("", data, 0)]
+    )
     while stack:
         path, value, depth = stack.pop()
         problem: str | None = None
@@ -159,6 +216,18 @@ def first_problem(data: dict[str, Any]) -> tuple[str, str] | None:
         if problem is not None:
             return path or "(document)", problem
     return None
+
+
+def _free_form_fields(data: dict[str, Any]) -> list[tuple[str, object, int]]:
+    """The stack `first_problem` starts from to walk only `run.ci` and `environment`."""
+    fields: list[tuple[str, object, int]] = []
+    for key, value in data.items():
+        if key == "environment":
+            fields.append(("environment", value, 1))
+        elif key == "run" and isinstance(value, dict) and "ci" in value:
+            fields.append(("run.ci", value["ci"], 1))
+    fields.reverse()  # the stack pops the last first
+    return fields
 
 
 def _depth_of(path: str, key: str, depth: int) -> int:

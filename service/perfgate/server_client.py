@@ -55,7 +55,9 @@ def upload_document(
     if not token:
         raise UsageError("--server needs --token (or PERFGATE_TOKEN): an upload-scoped token")
     url = runs_url(server)
-    body = json.dumps(document.to_json_dict(), separators=(",", ":")).encode("utf-8")
+    body = json.dumps(document.to_json_dict(), separators=(",", ":"), allow_nan=False).encode(
+        "utf-8"
+    )
     headers = {
         "Authorization": f"Bearer {token}",
         "Content-Type": "application/json",

@@ -176,3 +176,70 @@ def test_commit_prefixes_are_text_not_patterns(api: Api) -> None:
     assert commits("0_0") == []
     assert commits("/") == [] and commits("\\") == []
     assert commits("0001") == ["0001" + "ab" * 18]
+
+
+@contextmanager
+def point_reads(engine: Engine) -> Iterator[list[str]]:
+    """Every statement inside the block that reads a series' points (`trends._points`)."""
+    sent: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if "measurements.median" in statement:
+            sent.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield sent
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def test_a_series_is_answered_again_until_it_changes(served: tuple[Api, Engine]) -> None:
+    """The second read of an unchanged series reads no points; a new run or a status change
+    is in the very next answer (api/series_cache.py)."""
+    api, engine = served
+    docs = _history(api)
+    asked = {"project": PROJECT, "key": KEY, "metric": "time", "branch": "main"}
+    first = api.get("/api/v1/series", **asked)
+    assert first.status_code == 200, first.text
+    with point_reads(engine) as reads:
+        again = api.get("/api/v1/series", **asked)
+    assert reads == [] and again.content == first.content
+    # Another time range is another answer.
+    with point_reads(engine) as reads:
+        window = api.get("/api/v1/series", **asked, until=(START + timedelta(days=3)).isoformat())
+    assert len(reads) == 1 and len(window.json()["points"]) == 3
+
+    (change,) = first.json()["change_points"]
+    done = api.client.patch(
+        f"/api/v1/changes/{change['id']}",
+        json={"status": "acknowledged"},
+        headers=api.auth(api.upload),
+    )
+    assert done.status_code == 200, done.text
+    after_triage = api.get("/api/v1/series", **asked).json()
+    assert [c["status"] for c in after_triage["change_points"]] == ["acknowledged"]
+
+    later = document(
+        seed=700,
+        samples=12,
+        commit="feed" + "ab" * 18,
+        branch="main",
+        started_at=(START + timedelta(days=40)).isoformat(),
+    )
+    assert api.post_run(later).status_code == 201
+    after_upload = api.get("/api/v1/series", **asked).json()
+    assert [p["run"] for p in after_upload["points"]] == [
+        *(d["run"]["id"] for d in docs),
+        later["run"]["id"],
+    ]
+    # An older run arriving late is in the answer too (the count of points changed).
+    late = document(
+        seed=701,
+        samples=12,
+        commit="beef" + "ab" * 18,
+        branch="main",
+        started_at=(START - timedelta(days=1)).isoformat(),
+    )
+    assert api.post_run(late).status_code == 201
+    assert api.get("/api/v1/series", **asked).json()["points"][0]["run"] == late["run"]["id"]

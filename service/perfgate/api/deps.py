@@ -27,13 +27,14 @@ Authorisation is separate: see `perfgate.api.auth.authorize`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from perfgate.api.series_cache import SeriesCache
 from perfgate.config import Settings
 
 
@@ -42,6 +43,8 @@ class AppState:
     settings: Settings
     engine: Engine
     sessions: sessionmaker[Session]
+    # Per app, not per module: one process may serve several databases (the tests do).
+    series_cache: SeriesCache = field(default_factory=SeriesCache)
 
 
 def get_state(request: Request) -> AppState:

@@ -4,12 +4,12 @@ and no NUL bytes in the URL (PostgreSQL text cannot hold them)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from perfgate import json_text
 from perfgate.api.errors import error_body
 
 
@@ -113,7 +113,7 @@ def _content_length(scope: Scope) -> int | None:
 
 
 async def _send_json(send: Send, status: int, body: dict[str, object]) -> None:
-    payload = json.dumps(body).encode()
+    payload = json_text.dumps(body).encode()
     await send(
         {
             "type": "http.response.start",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 from click.core import ParameterSource
 
-from perfgate import config
+from perfgate import config, json_text
 from perfgate.cli.options import (
     db_option,
     device_option,
@@ -157,7 +156,7 @@ def command(
 
     calibration = calibrate(documents)
     click.echo(
-        json.dumps(calibration.to_json(), indent=1) if fmt == "json" else render(calibration)
+        json_text.dumps(calibration.to_json(), indent=1) if fmt == "json" else render(calibration)
     )
     if out is not None:
         _write_record(calibration, out)
@@ -260,7 +259,7 @@ def _check_project(documents: Sequence[ResultsDocument], project: str | None) ->
 def _write_record(calibration: Calibration, out: Path) -> None:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(calibration.to_json(), indent=1) + "\n", encoding="utf-8")
+        out.write_text(json_text.dumps(calibration.to_json(), indent=1) + "\n", encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"--out {out}: {exc.strerror or exc}") from None
     click.echo(f"wrote {out}", err=True)
@@ -294,7 +293,7 @@ def show_records(*, project: str | None, fingerprint: str | None, fmt: str, db_u
     with open_store(db_url) as store:
         records = latest_calibrations(store.sessions, project=project, fingerprint=fingerprint)
     if fmt == "json":
-        click.echo(json.dumps([record.to_json() for record in records], indent=1))
+        click.echo(json_text.dumps([record.to_json() for record in records], indent=1))
     else:
         click.echo("\n\n".join(render(record) for record in records))
 

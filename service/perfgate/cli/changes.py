@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
+from perfgate import json_text
 from perfgate.cli.options import db_option, format_option
 
 
@@ -48,7 +47,7 @@ def command(
         )
     if fmt == "json":
         click.echo(
-            json.dumps(
+            json_text.dumps(
                 {"change_points": [c.as_json() for c in changes]},
                 indent=1,
             )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 from click.core import ParameterSource
 
+from perfgate import json_text
 from perfgate.cli.options import (
     alpha_option,
     db_option,
@@ -246,7 +246,7 @@ def emit(comparison: Comparison, *, fmt: str, out: Path | None) -> None:
     if fmt == "json":
         from perfgate.report.comparison_json import comparison_to_json
 
-        text = json.dumps(comparison_to_json(comparison), indent=1) + "\n"
+        text = json_text.dumps(comparison_to_json(comparison), indent=1) + "\n"
     elif fmt == "markdown":
         from perfgate.report.markdown import render_markdown
 

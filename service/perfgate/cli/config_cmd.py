@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
+from perfgate import json_text
 from perfgate.cli.options import (
     alpha_option,
     fail_on_option,
@@ -52,7 +52,7 @@ def command(
     policy = discover_policy()
     settings = [resolve(ctx, name, policy) for name in SETTINGS]
     if as_json:
-        click.echo(json.dumps(config_json(policy, settings), indent=1))
+        click.echo(json_text.dumps(config_json(policy, settings), indent=1))
         return
     click.echo(f"policy file: {policy.label}")
     width = max(len(s.name) for s in settings)
@@ -63,7 +63,7 @@ def command(
     if policy.overrides:
         click.echo(f"overrides ({policy.label}):")
         for override in policy.overrides:
-            click.echo(f"  {json.dumps(override.pattern)}: {_override_text(override)}")
+            click.echo(f"  {json_text.dumps(override.pattern)}: {_override_text(override)}")
 
 
 def config_json(policy: Policy, settings: list[Setting]) -> dict[str, Any]:

@@ -154,11 +154,12 @@ def command(
                 settings=CompareSettings(),
             )
 
-    import json
-
+    from perfgate import json_text
     from perfgate.report.comparison_json import comparison_to_json
 
-    (out_dir / "comparison.json").write_text(json.dumps(comparison_to_json(comparison), indent=1))
+    (out_dir / "comparison.json").write_text(
+        json_text.dumps(comparison_to_json(comparison), indent=1)
+    )
     markdown = render_markdown(comparison)
     (out_dir / "comment.md").write_text(markdown)
     click.echo("\n== perfgate compare main demo-pr\n")

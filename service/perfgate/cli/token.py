@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
+from perfgate import json_text
 from perfgate.cli.options import db_option, format_option
 
 
@@ -62,7 +61,7 @@ def list_(*, project: str | None, fmt: str, db_url: str) -> None:
             }
             for t in infos
         ]
-        click.echo(json.dumps({"tokens": rows}, indent=1))
+        click.echo(json_text.dumps({"tokens": rows}, indent=1))
         return
     if not infos:
         click.echo("no tokens")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
+from perfgate import json_text
 from perfgate.cli.options import db_option, format_option
 from perfgate.cli.timeparse import parse_since
 from perfgate.errors import UsageError
@@ -56,7 +56,7 @@ def command(
         )
     marks = {c.run for c in series.change_points}
     if fmt == "json":
-        click.echo(json.dumps(series_json(series), indent=1))
+        click.echo(json_text.dumps(series_json(series), indent=1))
     elif fmt == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")

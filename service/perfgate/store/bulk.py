@@ -166,8 +166,8 @@ def _row_converter(
     return convert
 
 
-_SELECT_BENCHMARK_IDS = text(
-    "SELECT b.key, b.id FROM benchmarks AS b "
+_SELECT_BENCHMARKS = text(
+    "SELECT b.key, b.id, b.name, b.params FROM benchmarks AS b "
     "JOIN unnest(CAST(:keys AS TEXT[])) AS wanted(key) ON b.key = wanted.key "
     "WHERE b.project_id = :project_id"
 )
@@ -184,7 +184,17 @@ _INSERT_BENCHMARKS = text(
 def ensure_benchmarks(
     session: Session, *, project_id: int, specs: Sequence[repository.BenchmarkSpec]
 ) -> dict[str, int]:
-    """Map each spec's key to its benchmark id, creating the missing ones.
+    """Map each spec's key to its benchmark id, creating the missing ones (see
+    `ensure_benchmark_rows`)."""
+    ids, _ = ensure_benchmark_rows(session, project_id=project_id, specs=specs)
+    return ids
+
+
+def ensure_benchmark_rows(
+    session: Session, *, project_id: int, specs: Sequence[repository.BenchmarkSpec]
+) -> tuple[dict[str, int], dict[str, repository.StoredBenchmark]]:
+    """Map each spec's key to its benchmark id, creating the missing ones; and the stored rows
+    by key, whose name and params may differ as JSON from the spec's.
 
     On PostgreSQL each step is one statement over arrays, whatever the number of benchmarks: the
     repository's chunked IN lists are planned as a filter over every benchmark of the project,
@@ -192,9 +202,9 @@ def ensure_benchmarks(
     two uploads that share new benchmarks wait for each other instead of deadlocking.
     """
     if session.get_bind().dialect.name != "postgresql":
-        return repository.ensure_benchmarks(session, project_id=project_id, specs=specs)
-    ids = _benchmark_ids(session, project_id=project_id, keys=[s.key for s in specs])
-    missing = [s for s in specs if s.key not in ids]
+        return repository.ensure_benchmark_rows(session, project_id=project_id, specs=specs)
+    stored = _benchmark_rows(session, project_id=project_id, keys=[s.key for s in specs])
+    missing = [s for s in specs if s.key not in stored]
     if missing:
         session.execute(
             _INSERT_BENCHMARKS,
@@ -208,10 +218,17 @@ def ensure_benchmarks(
                 "params": [json.dumps(s.params) for s in missing],
             },
         )
-        ids.update(_benchmark_ids(session, project_id=project_id, keys=[s.key for s in missing]))
-    return ids
+        stored.update(
+            _benchmark_rows(session, project_id=project_id, keys=[s.key for s in missing])
+        )
+    return {key: row.id for key, row in stored.items()}, stored
 
 
-def _benchmark_ids(session: Session, *, project_id: int, keys: list[str]) -> dict[str, int]:
-    rows = session.execute(_SELECT_BENCHMARK_IDS, {"project_id": project_id, "keys": keys})
-    return {str(key): int(bench_id) for key, bench_id in rows}
+def _benchmark_rows(
+    session: Session, *, project_id: int, keys: list[str]
+) -> dict[str, repository.StoredBenchmark]:
+    rows = session.execute(_SELECT_BENCHMARKS, {"project_id": project_id, "keys": keys})
+    return {
+        str(key): repository.StoredBenchmark(id=int(bench_id), name=name, params=params)
+        for key, bench_id, name, params in rows
+    }

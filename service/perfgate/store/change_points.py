@@ -18,6 +18,7 @@ left alone, so a step is judged with runs on both sides of it.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections import defaultdict
 from collections.abc import Collection, Sequence
@@ -42,15 +43,23 @@ _CHUNK = 500
 
 SeriesKey = tuple[int, str]  # (benchmark id, metric)
 
+# The detector's own rule (its docstring, tests/test_changepoints.py): a series shorter than two
+# minimum segments has no change points. Deciding that here skips its per-call set-up, which was
+# most of refreshing the short series (a few runs each) of a new or wide project: 6 of the 11 s
+# of CPU that storing a second 60,000-benchmark run spent on change points (docs/store.md).
+_SHORTEST_WITH_CHANGES = 2 * int(
+    inspect.signature(detect_change_points).parameters["min_size"].default
+)
+
 
 def detect_changes(medians: Sequence[float]) -> list[tuple[int, float, float]]:
     """(index, level before, level after) of each change in a series of medians, oldest first.
 
     Detected on a log scale, so a step is judged by its ratio whatever the benchmark's size.
     """
-    values = [math.log(m) if m > 0 else 0.0 for m in medians]
-    if len(values) < 2:
+    if len(medians) < max(2, _SHORTEST_WITH_CHANGES):
         return []
+    values = [math.log(m) if m > 0 else 0.0 for m in medians]
     found = detect_change_points(values)
     levels = segment_levels(values, found)
     return [(index, math.exp(levels[i]), math.exp(levels[i + 1])) for i, index in enumerate(found)]

@@ -6,23 +6,28 @@ runner sent is lost in the store.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from perfgate.results import ResultsDocument, parse_document
+from perfgate.document_json import same_json
+from perfgate.results import Benchmark, ResultsDocument, parse_document
 from perfgate.stats.summary import Summary, median_ci, summarize_value
 from perfgate.store import models
 from perfgate.store.repository import unpack_samples
 
 
 def environment_overrides(shared: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
-    """How `own` differs from the shared environment row: fields to set and fields to drop."""
+    """How `own` differs from the shared environment row: fields to set and fields to drop.
+
+    Compared as JSON values (`same_json`), so that `true`, `1` and `1.0` are three values here as
+    they are in the document and its content hash.
+    """
     return {
-        "set": {k: v for k, v in own.items() if k not in shared or shared[k] != v},
+        "set": {k: v for k, v in own.items() if k not in shared or not same_json(shared[k], v)},
         "unset": sorted(k for k in shared if k not in own),
     }
 
@@ -69,6 +74,7 @@ INSTANCE_COLUMNS = (
     "tags",
     "has_profile",
     "trace",
+    "benchmark_override",
 )
 MEASUREMENT_COLUMNS = (
     "run_id",
@@ -99,11 +105,36 @@ OP_COLUMNS = ("run_id", "benchmark_id", "op", "count", "self_cpu_us", "self_devi
 SUMMARY_CHUNK = 2048
 
 
+def benchmark_override(
+    bench: Benchmark, stored: tuple[str, dict[str, Any]] | None
+) -> dict[str, Any] | None:
+    """The instance's `benchmark_override`: its name and params where they differ, as JSON, from
+    the `stored` (name, params) of the benchmark row its key shares; None where they do not.
+
+    A key does not tell every pair apart: params `1`, `1.0`, `true` and `"1"` give `k[n=1]`,
+    `k[n=1.0]`, `k[n=True]` and `k[n=1]`, and a name may itself look like `k[n=1]`.
+    """
+    if stored is None:
+        return None
+    name, params = stored
+    if name == bench.name and same_json(params, bench.params):
+        return None
+    return {"name": bench.name, "params": bench.params}
+
+
 def instance_rows(
-    document: ResultsDocument, *, benchmark_ids: dict[str, int]
+    document: ResultsDocument,
+    *,
+    benchmark_ids: dict[str, int],
+    stored: Mapping[str, tuple[str, dict[str, Any]]] | None = None,
 ) -> Iterator[tuple[Any, ...]]:
-    """One `instances` row (INSTANCE_COLUMNS) per benchmark, in document order."""
+    """One `instances` row (INSTANCE_COLUMNS) per benchmark, in document order.
+
+    `stored` maps the keys of benchmark rows that existed before this upload to their (name,
+    params), from which the document's own may differ (`benchmark_override`).
+    """
     run_id = document.run.id
+    before = stored or {}
     for position, bench in enumerate(document.benchmarks):
         yield (
             run_id,
@@ -114,6 +145,7 @@ def instance_rows(
             bench.tags,
             bench.profile is not None,
             bench.profile.trace if bench.profile else None,
+            benchmark_override(bench, before.get(bench.key)),
         )
 
 
@@ -267,10 +299,11 @@ def rebuild_document(session: Session, *, run_id: str) -> ResultsDocument | None
 
     benchmarks = []
     for instance, bench in instances:
+        own = instance.benchmark_override or {"name": bench.name, "params": bench.params}
         benchmarks.append(
             {
-                "name": bench.name,
-                "params": bench.params,
+                "name": own["name"],
+                "params": own["params"],
                 "key": bench.key,
                 "device": instance.device,
                 "error": instance.error,

@@ -159,6 +159,10 @@ class Instance(Base):
     tags: Mapped[list[str]] = mapped_column(JSON)
     has_profile: Mapped[bool] = mapped_column(Boolean)
     trace: Mapped[str | None] = mapped_column(Text)
+    # {"name", "params"} as this run sent them, where they differ as JSON from the benchmark row
+    # its key shares (params 1 and "1" both give the key `k[n=1]`); NULL (or JSON null) where
+    # they do not, which is almost always.
+    benchmark_override: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 # What a series point shows besides the trend index's key (store/trends.py reads only these).

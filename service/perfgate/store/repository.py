@@ -76,12 +76,29 @@ class BenchmarkSpec:
     params: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class StoredBenchmark:
+    id: int
+    name: str
+    params: dict[str, Any]
+
+
 def ensure_benchmarks(
     session: Session, *, project_id: int, specs: Sequence[BenchmarkSpec]
 ) -> dict[str, int]:
     """Map each spec's key to its benchmark id, creating the missing ones in one statement."""
+    ids, _ = ensure_benchmark_rows(session, project_id=project_id, specs=specs)
+    return ids
+
+
+def ensure_benchmark_rows(
+    session: Session, *, project_id: int, specs: Sequence[BenchmarkSpec]
+) -> tuple[dict[str, int], dict[str, StoredBenchmark]]:
+    """`ensure_benchmarks`, and the rows that existed before by key (their name and params may
+    differ as JSON from the spec's: see `documents.benchmark_override`)."""
     keys = [spec.key for spec in specs]
-    existing = _benchmark_ids(session, project_id=project_id, keys=keys)
+    existing = _benchmark_rows(session, project_id=project_id, keys=keys)
+    ids = {key: row.id for key, row in existing.items()}
     missing = [spec for spec in specs if spec.key not in existing]
     if missing:
         now = utcnow()
@@ -100,24 +117,32 @@ def ensure_benchmarks(
             ],
             ["project_id", "key"],
         )
-        existing.update(
-            _benchmark_ids(session, project_id=project_id, keys=[s.key for s in missing])
-        )
-    return existing
+        # A concurrent upload may have created some of them first; theirs count as existing.
+        for key, row in _benchmark_rows(
+            session, project_id=project_id, keys=[s.key for s in missing]
+        ).items():
+            ids[key] = row.id
+            existing[key] = row
+    return ids, existing
 
 
-def _benchmark_ids(session: Session, *, project_id: int, keys: Sequence[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
+def _benchmark_rows(
+    session: Session, *, project_id: int, keys: Sequence[str]
+) -> dict[str, StoredBenchmark]:
+    out: dict[str, StoredBenchmark] = {}
     # Chunked: SQLite caps the number of bound parameters in one statement.
     for start in range(0, len(keys), 500):
         chunk = keys[start : start + 500]
         rows = session.execute(
-            select(models.Benchmark.key, models.Benchmark.id).where(
-                models.Benchmark.project_id == project_id, models.Benchmark.key.in_(chunk)
-            )
+            select(
+                models.Benchmark.key,
+                models.Benchmark.id,
+                models.Benchmark.name,
+                models.Benchmark.params,
+            ).where(models.Benchmark.project_id == project_id, models.Benchmark.key.in_(chunk))
         )
-        for key, bench_id in rows:
-            out[key] = bench_id
+        for key, bench_id, name, params in rows:
+            out[key] = StoredBenchmark(id=bench_id, name=name, params=params)
     return out
 
 

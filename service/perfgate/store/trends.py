@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from perfgate.errors import InputError, NotFoundError
@@ -215,6 +215,33 @@ def _series_ids(session: Session, *, project: str | None, key: str) -> tuple[int
     if bench is None:
         raise NotFoundError(f"benchmark {key!r} is not in the store")
     return project_row.id, bench
+
+
+def series_version(
+    session: Session, *, project: str | None, key: str, metric: str, branch: str
+) -> tuple[object, ...]:
+    """What changes whenever `load_series` of this series (any time range) would answer
+    differently: its benchmark, its number of points and newest time, and its change points'
+    number, newest id and last status change. One query of two index scans.
+
+    Runs are never changed or deleted by perfgate, and a series' change points are re-detected
+    only when a run with a point in it is stored, which changes the count of points; a status
+    set by a person changes `updated_at`. Raises NotFoundError as `load_series` does.
+    """
+    _, benchmark_id = _series_ids(session, project=project, key=key)
+    m, cp = models.Measurement, models.ChangePoint
+    of_series = (m.benchmark_id == benchmark_id, m.metric == metric, m.branch == branch)
+    of_changes = (cp.benchmark_id == benchmark_id, cp.metric == metric, cp.branch == branch)
+    row = session.execute(
+        select(
+            select(func.count()).where(*of_series).scalar_subquery(),
+            select(func.max(m.started_at)).where(*of_series).scalar_subquery(),
+            select(func.count()).select_from(cp).where(*of_changes).scalar_subquery(),
+            select(func.max(cp.id)).where(*of_changes).scalar_subquery(),
+            select(func.max(cp.updated_at)).where(*of_changes).scalar_subquery(),
+        )
+    ).one()
+    return (benchmark_id, *row)
 
 
 def load_series(

@@ -8,6 +8,7 @@ from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from perfgate.errors import ConflictError, DatabaseError, DocumentError
+from perfgate.gc_pause import gc_paused
 from perfgate.results import ResultsDocument
 from perfgate.store import bulk, models, repository
 from perfgate.store.change_points import refresh_changes
@@ -42,6 +43,13 @@ def store_document(sessions: sessionmaker[Session], document: ResultsDocument) -
     The same run id with the same content is a no-op (`created=False`); with different content it
     is a ConflictError. A concurrent upload of the same run is told apart the same way.
     """
+    # The collector paused: a large document is millions of live objects, which each collection
+    # the rows and the change-point refresh set off would walk again (perfgate/gc_pause.py).
+    with gc_paused():
+        return _store(sessions, document)
+
+
+def _store(sessions: sessionmaker[Session], document: ResultsDocument) -> UploadOutcome:
     content_hash = document.content_hash()
     try:
         with sessions() as session, session.begin():
@@ -96,7 +104,7 @@ def _insert(session: Session, document: ResultsDocument, content_hash: str) -> U
             document, project_id=project_id, environment=environment, content_hash=content_hash
         ),
     )
-    benchmark_ids = bulk.ensure_benchmarks(
+    benchmark_ids, stored = bulk.ensure_benchmark_rows(
         session,
         project_id=project_id,
         specs=[
@@ -106,17 +114,21 @@ def _insert(session: Session, document: ResultsDocument, content_hash: str) -> U
     )
     # Streamed from generators into COPY (PostgreSQL) or the driver's executemany (SQLite): the
     # rows of a large document are never all in memory at once.
+    shared = {key: (row.name, row.params) for key, row in stored.items()}
     for model, columns, rows in (
-        (models.Instance, INSTANCE_COLUMNS, instance_rows),
-        (models.Measurement, MEASUREMENT_COLUMNS, measurement_rows),
-        (models.Op, OP_COLUMNS, op_rows),
+        (
+            models.Instance,
+            INSTANCE_COLUMNS,
+            instance_rows(document, benchmark_ids=benchmark_ids, stored=shared),
+        ),
+        (
+            models.Measurement,
+            MEASUREMENT_COLUMNS,
+            measurement_rows(document, benchmark_ids=benchmark_ids),
+        ),
+        (models.Op, OP_COLUMNS, op_rows(document, benchmark_ids=benchmark_ids)),
     ):
-        bulk.write_rows(
-            session,
-            table=repository.table_of(model),
-            columns=columns,
-            rows=rows(document, benchmark_ids=benchmark_ids),
-        )
+        bulk.write_rows(session, table=repository.table_of(model), columns=columns, rows=rows)
     return _outcome(document, created=True)
 
 

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import functools
-import math
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import TypeAdapter
 
 from perfgate.api.auth import authorize, visible_projects
-from perfgate.api.deps import SessionDep
+from perfgate.api.deps import SessionDep, get_state
 from perfgate.api.routes import errors
 from perfgate.api.routes.runs import ProjectQuery
 from perfgate.api.schemas import (
@@ -23,10 +22,11 @@ from perfgate.api.schemas import (
     SeriesOut,
     UtcTime,
 )
+from perfgate.json_text import finite
 from perfgate.report.comparison_json import comparison_to_json
 from perfgate.stats.compare import CompareSettings
 from perfgate.store import comparisons, reads
-from perfgate.store.trends import Series, load_series
+from perfgate.store.trends import Series, load_series, series_version
 
 router = APIRouter(prefix="/api/v1", tags=["reads"])
 
@@ -73,12 +73,26 @@ def get_series(
     summary columns. Read only.
     """
     authorize(request, session, project=project, scope="read")
-    series = load_series(
-        session, project=project, key=key, metric=metric, branch=branch, since=since, until=until
-    )
-    # A whole history is thousands of points: the store's dataclasses, which have exactly
-    # SeriesOut's fields, are serialised by pydantic-core in one pass, with no per-point models.
-    return Response(_series_json().dump_json(series), media_type="application/json")
+    # The answer sent last time, if the series has not changed since (api/series_cache.py).
+    cache = get_state(request).series_cache
+    asked = (project, key, metric, branch, since, until)
+    version = series_version(session, project=project, key=key, metric=metric, branch=branch)
+    body = cache.get(asked, version)
+    if body is None:
+        series = load_series(
+            session,
+            project=project,
+            key=key,
+            metric=metric,
+            branch=branch,
+            since=since,
+            until=until,
+        )
+        # A whole history is thousands of points: the store's dataclasses, which have exactly
+        # SeriesOut's fields, are serialised by pydantic-core in one pass, with no models.
+        body = _series_json().dump_json(series)
+        cache.put(asked, version, body)
+    return Response(body, media_type="application/json")
 
 
 @router.get("/compare", response_model=ComparisonOut, responses=errors(400, 401, 403, 404))
@@ -125,14 +139,3 @@ def compare(
 @functools.cache
 def _series_json() -> TypeAdapter[Series]:
     return TypeAdapter(Series)
-
-
-def finite(value: Any) -> Any:
-    """The same data with NaN and infinities as null, which JSON can carry."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(v) for v in value]
-    return value
