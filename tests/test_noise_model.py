@@ -352,6 +352,32 @@ def test_most_of_the_suite_slower_with_one_round_still_fails_the_gate() -> None:
 # --- history with a step (a change that landed on the base branch) --------------------------------
 
 
+def test_a_shift_every_benchmark_shares_beyond_the_machines_history_is_the_suites_finding() -> None:
+    # A quiet runner (0.3% a process, steady machine in 24 runs of history); the head's only
+    # round ran 10% slow across the board, as in a GPU clock dip. Machine or code, one round
+    # cannot tell: no benchmark is a regression on its own, the suite's finding says it.
+    suite = Suite(950, sd=0.003)
+    history = _history(suite, 24)
+    base = [suite.process(commit="a" * 40)]
+    head = [suite.process(dict.fromkeys(range(M), 1.10), commit="c" * 40)]
+    comparison = compare_documents(base, head, history=history)
+    results = _time(comparison)
+    assert all(r.verdict == "inconclusive" for r in results.values()), [
+        r.reason for r in results.values()
+    ]
+    assert all(r.ci is not None and r.ci[0] < 1.0 and r.ci[1] > 1.10 for r in results.values())
+    assert "every benchmark moved +10" in (results["b0"].noise or "")
+    common = comparison.common_factor
+    assert common is not None and common.verdict == "regression"
+    assert comparison.has_regression()
+    # The same shift with one benchmark slowed further: not every benchmark moved together,
+    # so each is judged on its own change as before.
+    head = [suite.process({**dict.fromkeys(range(M), 1.10), 0: 1.40}, commit="c" * 40)]
+    results = _time(compare_documents(base, head, history=history))
+    assert results["b0"].verdict == "regression"
+    assert "together" not in (results["b1"].noise or "")
+
+
 def _stepped_history(suite: Suite, runs: int, *, at: int, key: int, step: float) -> list[Any]:
     """`runs` main runs whose benchmark `key` runs `step` times slower from run `at` on."""
     out = []

@@ -275,6 +275,12 @@ def compare_documents(
         calibration=calibration,
         baselines=baselines,
     )
+    # The suite's finding keeps the machine's learnt spread; a shift beyond it that every
+    # benchmark shares widens the benchmarks' own CIs instead (`unexplained_shift`).
+    learnt_floors = floors
+    shift = noise_model.unexplained_shift(differences, floors, machine)
+    if shift is not None:
+        floors = {k: noise_model.with_shared_shift(f, shift) for k, f in floors.items()}
     default_floor = _default_floor(floors, machine.var * shape.weights(1.0)[1])
 
     results: list[MetricResult] = []
@@ -412,7 +418,7 @@ def compare_documents(
 
     common = None
     if len(timed) >= noise.MIN_BENCHMARKS_FOR_COMMON:
-        common = _common_finding(differences, floors, machine, settings=settings)
+        common = _common_finding(differences, learnt_floors, machine, settings=settings)
         if common.verdict in ("regression", "improvement"):
             moved = [r.key for r in results if r.metric == "time" and r.verdict == common.verdict]
             common = replace(common, affected=tuple(moved))

@@ -14,16 +14,19 @@ rounds first divided by their own machine speed factor). Under no change its var
 - V_machine: the machine's shared speed. It is never subtracted from the benchmarks (a change
   that slows most of a suite must not read as "the machine"); it widens every benchmark's CI by
   its learnt spread: the rounds' machine factors when the sides alternated, the jobs' (history,
-  calibration, the default) when they ran one after the other.
+  calibration, the default) when they ran one after the other. A shift beyond that spread which
+  every benchmark shares (`unexplained_shift`) is the machine's for this comparison: it widens
+  every benchmark's CI, and only the suite's finding judges it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy import stats as scipy_stats
 
 from perfgate.stats import noise
 from perfgate.stats.calibration import Calibration
@@ -63,6 +66,10 @@ class NoiseFloor:
     #: The machine's share is the documented default, not learnt: the sides ran one after the
     #: other (or alternated) with no history or calibration of this runner to measure it.
     machine_assumed: bool = False
+    #: Every benchmark moved by this much (log) together, beyond the machine's learnt spread
+    #: (`unexplained_shift`): it is in `var` and `machine_var` as the machine's, for this
+    #: comparison.
+    shared_shift: float | None = None
 
     @property
     def scale2(self) -> float:
@@ -73,7 +80,13 @@ class NoiseFloor:
         text = f"±{expm1_or_inf(self.process_sigma):.1%} a process ({', '.join(self.sources)})"
         if self.machine_var > 0:
             text += f"; machine ±{expm1_or_inf(math.sqrt(self.machine_var)):.1%}"
-            if self.machine_assumed:
+            if self.shared_shift is not None:
+                text += (
+                    f" (every benchmark moved {expm1_or_inf(self.shared_shift):+.1%} together, "
+                    "beyond the machine's learnt spread: a machine event or a change of the "
+                    "whole suite, which one side's run cannot tell apart)"
+                )
+            elif self.machine_assumed:
                 text += " (assumed: no history or calibration of this runner)"
         if len(self.levels) > 1:
             text += "; speed levels " + " / ".join(f"{exp_or_inf(v):.2f}x" for v in self.levels)
@@ -376,6 +389,64 @@ def _machine(
     if rounds is not None and rounds.var > per_job.var:
         return Evidence(var=rounds.var, df=min(rounds.df, per_job.df)), False
     return per_job, learnt is None
+
+
+# The consistency of every benchmark with the suite's shift is tested at this family-wise level
+# (Bonferroni over the suite): under "all moved together" no benchmark should stand apart.
+SHIFT_TOGETHER_ALPHA = 0.05
+
+
+def unexplained_shift(
+    differences: Mapping[str, float],
+    floors: Mapping[str, NoiseFloor],
+    machine: Evidence,
+) -> float | None:
+    """The suite's shift (log) when every benchmark moved by it together beyond the machine's
+    learnt spread; None otherwise.
+
+    The shift is the median benchmark's change. It is unexplained when it lies outside the 95%
+    interval of the machine's learnt spread (with its degrees of freedom) and the median's own
+    uncertainty; it is shared when no benchmark's change departs from it by more than the
+    benchmark's own noise allows (each at `SHIFT_TOGETHER_ALPHA` over the suite). A shift like
+    that is what a one-off machine event (a clock dip during the only round of a side) looks
+    like, and equally what a change that slows every benchmark alike looks like: the
+    benchmarks' own results cannot tell which, so the shift widens their CIs
+    (`with_shared_shift`), and only the suite's finding judges it.
+    """
+    keys = [k for k in differences if k in floors]
+    if len(keys) < noise.MIN_BENCHMARKS_FOR_COMMON:
+        return None
+    values = np.asarray([differences[k] for k in keys])
+    shift = float(np.median(values))
+    relative = [max(floors[k].var - floors[k].machine_var, 0.0) for k in keys]
+    machine_var = float(np.median([floors[k].machine_var for k in keys]))
+    spread = math.pi / 2 * float(np.median(relative)) / len(keys)
+    allowed = float(scipy_stats.t.ppf(0.975, max(machine.df, 1.0))) * math.sqrt(
+        machine_var + spread
+    )
+    if abs(shift) <= allowed:
+        return None
+    level = 1.0 - SHIFT_TOGETHER_ALPHA / (2 * len(keys))
+    for key, value, var in zip(keys, values, relative, strict=True):
+        limit = float(scipy_stats.t.ppf(level, max(floors[key].df, 1.0))) * math.sqrt(var)
+        if abs(value - shift) > limit:
+            return None
+    return shift
+
+
+def with_shared_shift(floor: NoiseFloor, shift: float) -> NoiseFloor:
+    """`floor` with an unexplained shared shift counted as the machine's spread this time.
+
+    The shift's square joins the machine's variance: the benchmark's CI then reaches from
+    about no change to twice the shift, the honest range when its change is either the
+    machine's or the code's.
+    """
+    return replace(
+        floor,
+        var=floor.var + shift**2,
+        machine_var=floor.machine_var + shift**2,
+        shared_shift=shift,
+    )
 
 
 def explained_by_levels(log_ratio: float, floor: NoiseFloor) -> float | None:
