@@ -1,6 +1,6 @@
 """Score change-point detectors on performance histories: recorded runs with injected steps.
 
-The yardstick (docs/changepoints.md#the-yardstick-on-performance-histories):
+The yardstick (docs/changepoints.md#measured-on-performance-histories-the-yardstick):
 
 - **Histories.** Every job of every recorded dataset under bench/data/comparator/ (separate
   processes of identical code), ordered by the run's `started_at`. Per benchmark, a job gives one
@@ -17,11 +17,10 @@ The yardstick (docs/changepoints.md#the-yardstick-on-performance-histories):
   against the one injected index (bench/tcpd_metrics.py); on A/A series every change point is a
   false one.
 
-Methods: perfgate's detector with its default setting and with `max_burst=10` (the setting for
-performance histories), ruptures' PELT and BinSeg with the l2
+Methods: `perfgate`, the detector with its default setting; `perfgate-bursts`, the same with
+`max_burst=10` (the setting for performance histories); ruptures' `pelt` and `binseg` with the l2
 cost and penalty 3·log n (the same per-change cost as perfgate's default), min_size 5 (perfgate's
-shortest segment) and jump 1 (every index a candidate), and `zero` (no change point ever).
-Usage:
+shortest segment) and jump 1 (every index a candidate); `zero`, no change point ever. Usage:
 
     python bench/changepoint_yardstick.py [--seed 20] [--placements 4] [--runs]
         [--datasets A,B] [--length 160] [--offsets 0,64] [--methods perfgate,pelt]
@@ -35,6 +34,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 import ruptures
@@ -80,7 +80,7 @@ class Case:
     size: float
 
 
-def job_medians(recording: Recording) -> list[tuple[str, dict[str, float]]]:
+def job_medians(recording: Recording) -> list[tuple[datetime, dict[str, float]]]:
     """(started_at, benchmark key -> median of its time samples) for each job of a dataset."""
     out = []
     for doc in recording.jobs():
@@ -89,7 +89,7 @@ def job_medians(recording: Recording) -> list[tuple[str, dict[str, float]]]:
             metric = bench.metrics.get("time")
             if metric is not None and metric.samples:
                 medians[bench.key] = float(np.median(metric.samples))
-        out.append((doc.run.started_at.isoformat(), medians))
+        out.append((doc.run.started_at, medians))
     return out
 
 
@@ -98,7 +98,7 @@ def histories(sets: Iterable[Recording]) -> list[History]:
 
     Only benchmarks every job measured are kept, so that every history has the same length.
     """
-    jobs: list[tuple[str, str, dict[str, float]]] = []
+    jobs: list[tuple[datetime, str, dict[str, float]]] = []
     for rec in sets:
         jobs.extend((started, rec.name, medians) for started, medians in job_medians(rec))
     jobs.sort(key=lambda job: job[0])
