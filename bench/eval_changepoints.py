@@ -31,6 +31,8 @@ VARIATIONS: dict[str, tuple[float, ...]] = {
     "slope_penalty": (0.5, 1.5, 2.0),
     "min_size": (3, 8),
     "max_rho": (0.8, 0.95),
+    # The setting for performance histories (bench/changepoint_yardstick.py).
+    "max_burst": (10,),
 }
 
 Detector = Callable[[np.ndarray], list[int]]
@@ -91,7 +93,7 @@ def with_penalty(penalty: float) -> Detector:
 
 
 def varied(name: str, value: float) -> Detector:
-    kwargs: dict[str, Any] = {name: int(value) if name == "min_size" else value}
+    kwargs: dict[str, Any] = {name: int(value) if name in ("min_size", "max_burst") else value}
     return lambda values: detect_change_points(values, **kwargs)
 
 

@@ -104,6 +104,45 @@ def test_a_spike_next_to_a_shift_does_not_move_it() -> None:
     assert detect_change_points(x) == [40]
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_a_short_burst_that_returns_is_dropped_with_max_burst(seed: int) -> None:
+    x = history(seed, 120, noise=0.02)
+    x[60:66] *= 1.15  # six runs of a busy machine, then back to the same level
+    assert detect_change_points(x) == [60, 66]
+    assert detect_change_points(x, max_burst=10) == []
+
+
+def test_a_level_longer_than_max_burst_is_kept() -> None:
+    x = history(1, 120, shifts=((50, 1.15), (70, 1 / 1.15)), noise=0.02)
+    assert detect_change_points(x, max_burst=10) == [50, 70]
+
+
+def test_a_short_segment_between_different_levels_is_not_a_burst() -> None:
+    # A staircase: the short middle level sits between two levels that differ, so it stays.
+    x = history(2, 120, shifts=((60, 1.15), (66, 1.15)), noise=0.02)
+    assert detect_change_points(x, max_burst=10) == [60, 66]
+
+
+def test_max_burst_keeps_single_shifts() -> None:
+    for seed in range(5):
+        x = history(seed, 60, shifts=((30, 1.2),))
+        assert detect_change_points(x, max_burst=10) == detect_change_points(x), seed
+
+
+def test_bursts_of_a_busy_machine_rarely_give_change_points_with_max_burst() -> None:
+    # Episodes of 5-9 runs, 10-20% slower, at random places: no level ever changes.
+    found = {0: 0, 10: 0}
+    for seed in range(30):
+        rng = np.random.default_rng(100 + seed)
+        x = history(seed, 160, noise=0.02)
+        for start in rng.choice(np.arange(10, 145, 15), size=3, replace=False):
+            x[start : start + int(rng.integers(5, 10))] *= 1.0 + rng.uniform(0.10, 0.20)
+        for burst in found:
+            found[burst] += len(detect_change_points(x, max_burst=burst))
+    assert found[0] >= 60, found  # without it, each episode is two change points
+    assert found[10] <= 3, found
+
+
 def test_deterministic_and_independent_of_container() -> None:
     x = history(6, 300, shifts=((100, 1.1), (200, 1.2)), outliers=0.02)
     first = detect_change_points(x)
@@ -170,6 +209,8 @@ def test_invalid_arguments_are_rejected() -> None:
         detect_change_points([1.0] * 50, min_size=1)
     with pytest.raises(ValueError, match="max_rho"):
         detect_change_points([1.0] * 50, max_rho=1.0)
+    with pytest.raises(ValueError, match="max_burst"):
+        detect_change_points([1.0] * 50, max_burst=-1)
 
 
 def test_two_thousand_points_in_well_under_a_second() -> None:

@@ -33,6 +33,7 @@ def detect_change_points(
     slope_penalty: float = 1.0,
     min_size: int = 5,
     max_rho: float = 0.9,
+    max_burst: int = 0,
 ) -> list[int]:
     """Sorted indices where a new segment starts (never 0); [] for a series without changes.
 
@@ -42,6 +43,11 @@ def detect_change_points(
     despiked and then Huberised against the current fit, and the noise variance is re-estimated
     from the residuals (inflated for their lag-1 autocorrelation, at most `max_rho`) until the
     segmentation stops changing. The defaults are the measured setting (docs/changepoints.md).
+
+    With `max_burst` > 0, a segment shorter than `max_burst` points whose two neighbours share
+    one level (joining them would not pay for a change point) is a burst, not a level: its two
+    change points are dropped; 10 is the setting measured on performance histories
+    (docs/changepoints.md#bursts). 0, the default, keeps every segment.
     Series shorter than `2 * min_size` have no change points; NaN or infinity is a ValueError.
     """
     x = _as_series(values)
@@ -49,6 +55,8 @@ def detect_change_points(
         raise ValueError(f"min_size must be at least 2, got {min_size}")
     if not 0.0 <= max_rho < 1.0:
         raise ValueError(f"max_rho must be in [0, 1), got {max_rho}")
+    if max_burst < 0:
+        raise ValueError(f"max_burst must be at least 0, got {max_burst}")
     n = x.size
     if n < 2 * min_size or float(np.ptp(x)) == 0.0:
         return []
@@ -70,6 +78,7 @@ def detect_change_points(
     # Below this the residuals are rounding error: the pieces fit exactly, there is no noise.
     exact = 1e-9 * float(np.ptp(despiked))
     seen: set[tuple[int, ...]] = set()
+    scaled = despiked / scale
     for _ in range(_MAX_ROUNDS):
         fit = _fitted(despiked, cps, scale, slope_cost)
         residual = despiked - fit
@@ -82,12 +91,15 @@ def detect_change_points(
         # not see steps, so the smaller of the two is the noise's own persistence.
         rho = min(_lag1_correlation(residual, max_rho), diff_rho)
         scale = float(np.sqrt(np.mean(residual**2))) * math.sqrt((1.0 + rho) / (1.0 - rho))
-        new = _optimal_partition(pseudo / scale, change_cost, slope_cost, min_size, True)
+        scaled = pseudo / scale
+        new = _optimal_partition(scaled, change_cost, slope_cost, min_size, True)
         if new == cps or tuple(new) in seen:
             cps = new
             break
         seen.add(tuple(cps))
         cps = new
+    if max_burst > 0:
+        cps = _without_bursts(scaled, cps, change_cost, max_burst)
     return cps
 
 
@@ -223,6 +235,42 @@ def _without_redundant(y: FloatArray, cps: list[int], exact: float) -> list[int]
             kept.append(cp)
             start = cp
     return kept
+
+
+def _without_bursts(y: FloatArray, cps: list[int], change_cost: float, max_burst: int) -> list[int]:
+    """Drop both change points around each segment shorter than `max_burst` that is a burst.
+
+    `y` is the final round's pseudo-observations in noise units. A short segment is a burst when
+    the segments on either side, joined into one flat level without it, cost less than one change
+    point more than kept apart: the history went back to where it was. Bursts are removed one at
+    a time, earliest first; a removed burst's points are outliers of the level around it, so
+    they no longer count in the levels that later bursts are judged against.
+    """
+    kept = list(cps)
+    level = np.ones(y.size, dtype=bool)  # False on the points of removed bursts
+    found = True
+    while found:
+        found = False
+        bounds = [0, *kept, y.size]
+        for k in range(1, len(bounds) - 2):
+            before, start, stop, after = bounds[k - 1 : k + 3]
+            if stop - start >= max_burst:
+                continue
+            left = y[before:start][level[before:start]]
+            right = y[stop:after][level[stop:after]]
+            if left.size == 0 or right.size == 0:
+                continue
+            joined = _sse(np.concatenate([left, right]))
+            if joined - _sse(left) - _sse(right) < change_cost:
+                level[start:stop] = False
+                del kept[k - 1 : k + 1]
+                found = True
+                break
+    return kept
+
+
+def _sse(v: FloatArray) -> float:
+    return float(np.sum((v - np.mean(v)) ** 2))
 
 
 def _fitted(y: FloatArray, cps: list[int], scale: float, slope_cost: float) -> FloatArray:
