@@ -10,11 +10,12 @@ own state is reset by `CompileWatch.start`. The person's own cache is never read
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+
+from perfgate.config import replace_environment, restore_environment
 
 #: Where inductor (FX graphs, AOTAutograd, generated code) and Triton keep compiled artefacts.
 CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
@@ -28,41 +29,40 @@ class PrivateCompileCache:
 
     def __init__(self) -> None:
         self._root: Path | None = None
-        self._saved: dict[str, str | None] = {}
+        #: The variables' values before the first instance (None: unset), put back by `close`.
+        self._saved: dict[str, str | None] | None = None
         self._count = 0
-
-    @property
-    def current(self) -> Path | None:
-        """The directory the instance being set up compiles into (None before the first)."""
-        value = os.environ.get(CACHE_VARIABLES[0])
-        if self._root is None or value is None:
-            return None
-        return Path(value)
+        self.current: Path | None = None
 
     def fresh(self) -> Path:
         """Point the cache variables at a new, empty directory and forget in-memory artefacts."""
         if self._root is None:
             self._root = Path(tempfile.mkdtemp(prefix="perfgate-compile-"))
-            self._saved = {name: os.environ.get(name) for name in CACHE_VARIABLES}
         self._count += 1
         directory = self._root / str(self._count)
         directory.mkdir()
-        # Read by inductor whenever it needs its cache, so setting them now is enough.
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(directory)
-        os.environ["TRITON_CACHE_DIR"] = str(directory / "triton")
+        # Inductor reads them whenever it needs its cache, so setting them now is enough.
+        saved = replace_environment(
+            {
+                "TORCHINDUCTOR_CACHE_DIR": str(directory),
+                "TRITON_CACHE_DIR": str(directory / "triton"),
+            }
+        )
+        if self._saved is None:
+            self._saved = saved
         clear_inductor_caches()
+        self.current = directory
         return directory
 
     def close(self) -> None:
-        if self._root is None:
-            return
-        for name, value in self._saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        shutil.rmtree(self._root, ignore_errors=True)
-        self._root = None
+        """Put the person's cache variables back and delete the private directories."""
+        if self._saved is not None:
+            restore_environment(self._saved)
+            self._saved = None
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+        self.current = None
 
 
 def clear_inductor_caches() -> None:
