@@ -81,7 +81,7 @@ def main() -> int:
         notes = {e["metrics"].get("allocated_bytes", {}).get("note") for e in entries}
         distinct = max(len(v) for v in values.values()) + (len(notes) > 1)
         exact_ok &= distinct == 1
-        shown = [min(v) if v else "-" for v in values.values()]
+        shown = [f"{min(v):.0f}" if v else "-" for v in values.values()]
         print(f"{key:40} {shown[0]!s:>16} {shown[1]!s:>16}  {distinct}")
     print(f"exact memory metrics identical over {args.runs} runs: {'yes' if exact_ok else 'NO'}")
     threshold = CompareSettings().threshold
