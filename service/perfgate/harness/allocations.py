@@ -94,33 +94,44 @@ def call_allocations(
 
 
 def split_calls(events: Sequence[Any], device_type: str = "CPU") -> list[Allocations]:
-    """One `Allocations` per `CALL_MARK` range among kineto events (`kineto_results.events()`)."""
+    """One `Allocations` per `CALL_MARK` range among kineto events (`kineto_results.events()`).
+
+    Every accessor is a call into the profiler's C++ objects and a model's call has thousands
+    of ops, so an op's end and thread are read only when it could be an outermost op.
+    """
     memory: list[tuple[int, int]] = []
-    spans: list[Span] = []
-    # Each accessor is a call into the profiler's C++ objects: read every event once.
+    ops: list[tuple[int, str, Any]] = []
     for event in events:
         name = str(event.name())
         if name == MEMORY_EVENT:
             kind = event.device_type()
             if getattr(kind, "name", str(kind)) == device_type:
                 memory.append((int(event.start_ns()), int(event.nbytes())))
-            continue
-        start = int(event.start_ns())
-        spans.append(
-            Span(name, start, start + int(event.duration_ns()), int(event.start_thread_id()))
-        )
+        else:
+            ops.append((int(event.start_ns()), name, event))
+    # Stable: an op and the first op inside it starting in the same nanosecond keep their order
+    # (the profiler lists the outer one first).
+    ops.sort(key=lambda op: op[0])
+    marks = [
+        Span(name, start, start + int(e.duration_ns()), int(e.start_thread_id()))
+        for start, name, e in ops
+        if name == CALL_MARK
+    ]
     results = []
-    for mark in (s for s in spans if s.name == CALL_MARK):
-        ops = [
-            s
-            for s in spans
-            if s.name != CALL_MARK
-            and s.thread == mark.thread
-            and mark.start <= s.start
-            and s.end <= mark.end
-        ]
+    for mark in marks:
+        top: list[Span] = []
+        for start, name, event in ops:
+            if start < mark.start or name == CALL_MARK or (top and start < top[-1].end):
+                continue
+            if start > mark.end:
+                break
+            if int(event.start_thread_id()) != mark.thread:
+                continue
+            end = start + int(event.duration_ns())
+            if end <= mark.end:
+                top.append(Span(name, start, end, mark.thread))
         inside = [(t, size) for t, size in memory if mark.start <= t <= mark.end]
-        allocated, peak, by_op = call_allocations(inside, ops)
+        allocated, peak, by_op = call_allocations(inside, top)
         results.append(Allocations(allocated, peak, by_op))
     return results
 
