@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 
 from perfgate.config import GitHubContext
+from perfgate.harness.allocations import measure_cuda_allocations
 from perfgate.harness.counters import count_kernel_launches
 from perfgate.harness.memory import measure_cuda_peak
 from perfgate.harness.profiling import profile_callable
@@ -88,6 +89,14 @@ def memory_check(device: torch.device) -> None:
     peak = measure_cuda_peak(lambda: torch.empty(size, dtype=torch.uint8, device=device), device)
     ok = peak.value is not None and size <= peak.value <= size + 2 * MIB
     check("peak memory of torch.empty(256 MiB)", ok, f"{peak.value} B via {peak.method}")
+    counted = measure_cuda_allocations(
+        lambda: torch.empty(size, dtype=torch.uint8, device=device), device
+    )
+    check(
+        "allocated_bytes and peak_allocated_bytes of torch.empty(256 MiB) are exactly 256 MiB",
+        counted.allocated == size and counted.peak == size,
+        f"allocated {counted.allocated} B, peak {counted.peak} B via {counted.method}",
+    )
 
 
 def kernel_checks(device: torch.device) -> None:
@@ -330,7 +339,7 @@ def second_gpu_check(device: torch.device) -> None:
         return
     entries = run_suite(SECOND_GPU, device="cuda:1", max_time=0.3)
     entry, doc = entries["on_device"], entries["_doc"]
-    peak = entry.metrics.get("peak_memory")
+    peak = entry.metrics.get("peak_allocated_bytes")
     check(
         "cuda:1 measures on the second GPU",
         entry.error is None and entry.device == "cuda:1" and peak is not None and peak.value > 0,

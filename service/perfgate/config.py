@@ -169,6 +169,23 @@ def environment_set(**values: str) -> Iterator[None]:
                 os.environ[name] = old
 
 
+def replace_environment(values: Mapping[str, str]) -> dict[str, str | None]:
+    """Set variables until `restore_environment` (the harness's private compile caches);
+    returns their values before (None: unset)."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    return saved
+
+
+def restore_environment(saved: Mapping[str, str | None]) -> None:
+    """Put back what `replace_environment` returned."""
+    for name, old in saved.items():
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
 # Read by CUDA, cuBLAS and torch's allocator at start-up: they change kernels, precision and
 # memory behaviour, so the harness records them with the environment (unset: None).
 CUDA_BEHAVIOUR_VARIABLES = (

@@ -88,6 +88,8 @@ class FakeCuda:
     reserved: int = 0
     peak_allocated: int = 0
     peak_reserved: int = 0
+    #: Bytes handed out since the start, as the allocator's "allocated_bytes.all.allocated".
+    allocated_total: int = 0
     poisoned: str | None = None
     kernels: list[str] = field(default_factory=list)
     current_index: int = 0
@@ -121,6 +123,7 @@ class FakeCuda:
 
     def alloc(self, size: int) -> None:
         self.allocated += size
+        self.allocated_total += size
         self.reserved = max(self.reserved, self.allocated)
         self.peak_allocated = max(self.peak_allocated, self.allocated)
         self.peak_reserved = max(self.peak_reserved, self.reserved)
@@ -215,6 +218,14 @@ class FakeCuda:
 
     def max_memory_reserved(self, device: Any = None) -> int:
         return self.peak_reserved
+
+    def memory_stats(self, device: Any = None) -> dict[str, int]:
+        # The cumulative counters are never reset by reset_peak_memory_stats (as in torch).
+        return {
+            "allocated_bytes.all.allocated": self.allocated_total,
+            "allocated_bytes.all.current": self.allocated,
+            "allocated_bytes.all.peak": self.peak_allocated,
+        }
 
     def reset_peak_memory_stats(self, device: Any = None) -> None:
         self.peak_allocated = self.allocated

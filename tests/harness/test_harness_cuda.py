@@ -52,6 +52,28 @@ def test_cuda_peak_memory_reports_reserved_too_with_gc_paused(monkeypatch):
     assert peak.reserved == 8 * MIB
 
 
+def test_cuda_allocations_come_from_the_caching_allocators_counters(monkeypatch):
+    from perfgate.harness.allocations import measure_cuda_allocations
+
+    fake = install(monkeypatch)
+    fake.alloc(10 * MIB)  # held before the call: in neither figure
+    seen = []
+
+    def call():
+        seen.append(gc.isenabled())
+        fake.alloc(4 * MIB)
+        fake.alloc(2 * MIB)
+        fake.free(4 * MIB)
+        fake.alloc(3 * MIB)
+
+    counted = measure_cuda_allocations(call, torch.device("cuda:0"))
+    assert seen == [False]
+    assert counted.method == "cuda_allocator"
+    assert counted.allocated == 9 * MIB  # every byte handed out, frees or not
+    assert counted.peak == 6 * MIB  # 4 + 2 live at once, above the 10 held before
+    assert counted.note() is None  # no per-op attribution from the counters
+
+
 def _timer(fake, *, queued=False):
     return CudaEventTimer(
         event_factory=lambda: fake.Event(enable_timing=True),
@@ -409,7 +431,11 @@ def test_on_cuda_the_profiler_attaches_only_after_every_instance_was_timed(monke
     assert torch.cuda.setups == 4  # each instance set up again for its profiler passes
     for result in results.values():
         assert result.entry["metrics"]["kernel_launches"]["value"] == 1
-        assert "peak_memory" in result.entry["metrics"]
+        metrics = result.entry["metrics"]
+        assert metrics["peak_allocated_bytes"]["method"] == "cuda_allocator"
+        assert metrics["allocated_bytes"]["exact"] is True
+        # The allocator's peak is peak_allocated_bytes; it is not repeated as peak_memory.
+        assert "peak_memory" not in metrics and "peak_memory_reserved" in metrics
 
 
 def test_cold_cache_timing_flushes_before_each_call_and_times_calls_alone(monkeypatch):

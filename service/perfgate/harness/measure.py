@@ -16,6 +16,7 @@ from perfgate.harness.backend_flags import (
     read_backend_flags,
     restore_backend_flags,
 )
+from perfgate.harness.compile_cache import PrivateCompileCache
 from perfgate.harness.counters import (
     CompileMetrics,
     CompileWatch,
@@ -167,6 +168,7 @@ def _start(
     reporter: RunReporter,
     round_index: int,
     interleaved: bool,
+    compile_cache: PrivateCompileCache,
 ) -> _Started | InstanceResult:
     """Setup, first call and warm-up; an InstanceResult (an error entry) if any of them fails."""
     import torch
@@ -176,6 +178,9 @@ def _start(
         base_entry(spec.name, instance.key, dict(instance.params), str(device), list(spec.tags))
     )
     reporter.instance_started(instance.key, round_index=round_index)
+    # Whatever this instance compiles, it compiles cold: compile_time does not depend on what
+    # ran before it in this process or on this machine.
+    compile_cache.fresh()
     watch = CompileWatch()
     # Interleaved instances keep their compiled code until the last slice: no dynamo reset.
     watch.start(reset=not interleaved)
@@ -319,9 +324,23 @@ def measure_instance(
     settings: MeasureSettings,
     reporter: RunReporter,
     round_index: int = 1,
+    compile_cache: PrivateCompileCache | None = None,
 ) -> InstanceResult:
     """Everything measured for one instance (docs/architecture.md §3), in order; failures become
-    an error entry."""
+    an error entry. Without `compile_cache`, one is made for this instance and removed after."""
+    if compile_cache is None:
+        own = PrivateCompileCache()
+        try:
+            return measure_instance(
+                instance,
+                device=device,
+                settings=settings,
+                reporter=reporter,
+                round_index=round_index,
+                compile_cache=own,
+            )
+        finally:
+            own.close()
     started = _start(
         instance,
         device=device,
@@ -329,6 +348,7 @@ def measure_instance(
         reporter=reporter,
         round_index=round_index,
         interleaved=False,
+        compile_cache=compile_cache,
     )
     if isinstance(started, InstanceResult):
         return started
@@ -358,6 +378,7 @@ def measure_interleaved(
     settings: MeasureSettings,
     reporter: RunReporter,
     round_index: int = 1,
+    compile_cache: PrivateCompileCache,
 ) -> Iterator[tuple[BenchmarkInstance, InstanceResult]]:
     """Measure instances with their samples taken in slices, round-robin across all of them.
 
@@ -376,6 +397,7 @@ def measure_interleaved(
             reporter=reporter,
             round_index=round_index,
             interleaved=True,
+            compile_cache=compile_cache,
         )
         if isinstance(outcome, InstanceResult):
             yield instance, outcome
@@ -497,6 +519,31 @@ def run_instances(
     """Measure instances in this process, interleaved or one after another (settings); warnings
     go to the reporter. Raises DeviceContextLostError after the instance whose error left the CUDA
     context unusable (its result was passed to `on_result`; later ones were not measured)."""
+    compile_cache = PrivateCompileCache()
+    try:
+        return _run_instances(
+            instances,
+            device=device,
+            settings=settings,
+            reporter=reporter,
+            round_index=round_index,
+            on_result=on_result,
+            compile_cache=compile_cache,
+        )
+    finally:
+        compile_cache.close()
+
+
+def _run_instances(
+    instances: list[BenchmarkInstance],
+    *,
+    device: Any,
+    settings: MeasureSettings,
+    reporter: RunReporter,
+    round_index: int,
+    on_result: Callable[[BenchmarkInstance, InstanceResult], None] | None,
+    compile_cache: PrivateCompileCache,
+) -> dict[str, InstanceResult]:
     results: dict[str, InstanceResult] = {}
     # Sequential CUDA rounds time every instance before any profiler attaches (see
     # run_profiler_passes); interleaved rounds already sample everything first.
@@ -505,7 +552,12 @@ def run_instances(
         settings = replace(settings, defer_profiler=True)
     if settings.interleave:
         measured: Iterable[tuple[BenchmarkInstance, InstanceResult]] = measure_interleaved(
-            instances, device=device, settings=settings, reporter=reporter, round_index=round_index
+            instances,
+            device=device,
+            settings=settings,
+            reporter=reporter,
+            round_index=round_index,
+            compile_cache=compile_cache,
         )
     else:
         measured = (
@@ -517,6 +569,7 @@ def run_instances(
                     settings=settings,
                     reporter=reporter,
                     round_index=round_index,
+                    compile_cache=compile_cache,
                 ),
             )
             for instance in instances

@@ -1,4 +1,5 @@
-"""The passes after timing: peak memory, exact counters, kernel launches, the profile."""
+"""The passes after timing: allocations, peak memory, exact counters, kernel launches, the
+profile."""
 
 from __future__ import annotations
 
@@ -6,6 +7,12 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from perfgate.harness.allocations import (
+    measure_cpu_allocations,
+    measure_cuda_allocations,
+    profiled_calls,
+)
+from perfgate.harness.compile_cache import COLD_METHOD
 from perfgate.harness.counters import (
     count_flops,
     count_kernel_launches,
@@ -22,6 +29,13 @@ from perfgate.harness.timing import make_synchronize
 if TYPE_CHECKING:
     from perfgate.harness.api import BenchmarkInstance
     from perfgate.harness.measure import InstanceResult, MeasureSettings
+
+
+#: Peak RSS is page-granular and moves with the allocator's state: recorded, never deciding.
+RSS_NOTE = (
+    "informational: growth of the process's peak RSS, page-granular and dependent on the "
+    "allocator's state; allocated_bytes and peak_allocated_bytes are the exact figures"
+)
 
 
 def exact_metric(unit: str, value: int, note: str | None = None) -> dict[str, Any]:
@@ -66,23 +80,43 @@ def secondary_passes(
         except Exception as exc:
             result.warnings.append(f"{key}: {what} not measured: {one_line(exc)}")
 
+    def allocations() -> None:
+        if on_device:
+            counted = measure_cuda_allocations(fn, device)
+        else:
+            counted = measure_cpu_allocations(fn, calls=profiled_calls(per_call))
+        metrics["allocated_bytes"] = exact_metric("B", counted.allocated, counted.note())
+        metrics["peak_allocated_bytes"] = exact_metric("B", counted.peak)
+        for name in ("allocated_bytes", "peak_allocated_bytes"):
+            metrics[name]["method"] = counted.method
+        if not counted.consistent:
+            result.warnings.append(
+                f"{key}: allocations differ between calls; the last call's are reported"
+            )
+
     def memory() -> None:
         peak = measure_peak_memory(fn, device)
         if peak.value is None:
             result.warnings.append(f"{key}: peak_memory not measured: {peak.reason}")
             return
-        metrics["peak_memory"] = {
-            "unit": "B",
-            "direction": "lower",
-            "value": peak.value,
-            "method": peak.method,
-        }
+        # On CUDA the allocator's peak is peak_allocated_bytes already; only the reserved
+        # growth is new here.
+        if peak.method != "cuda_allocator":
+            metrics["peak_memory"] = {
+                "unit": "B",
+                "direction": "lower",
+                "value": peak.value,
+                "method": peak.method,
+                "note": RSS_NOTE,
+            }
         if peak.reserved is not None:
             metrics["peak_memory_reserved"] = {
                 "unit": "B",
                 "direction": "lower",
                 "value": peak.reserved,
                 "method": "cuda_reserved",
+                "note": "informational: the caching allocator's reserved memory grows in "
+                "blocks; peak_allocated_bytes is the exact figure",
             }
 
     op_names: list[str] = []
@@ -127,15 +161,19 @@ def secondary_passes(
             attempt("profile", profile)
         return
     if compiled is not None:
+        # One sample per measuring process, each a cold compile (harness/compile_cache.py):
+        # rounds give the comparator several, as for time.
         metrics["compile_time"] = {
             "unit": "s",
             "direction": "lower",
-            "value": compiled.compile_time,
+            "samples": [compiled.compile_time],
+            "method": COLD_METHOD,
         }
         if compiled.compile_note:
             metrics["compile_time"]["note"] = compiled.compile_note
         metrics["graph_breaks"] = exact_metric("break", compiled.graph_breaks)
         metrics["recompiles"] = exact_metric("recompile", compiled.recompiles)
+    attempt("allocated_bytes", allocations)
     attempt("peak_memory", memory)
     attempt("op_count", ops)
     attempt("flops", flops)
