@@ -278,10 +278,16 @@ def parse_labels(value: object, *, where: str, fail: _Fail) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise fail(where, f'expected a list of label names, e.g. ["performance"], got {value!r}')
     for label in value:
-        if not label.strip() or len(label) > _LABEL_CHARS or "," in label:
+        if (
+            not label.strip()
+            or len(label) > _LABEL_CHARS
+            or "," in label
+            or any(ord(char) < 32 or ord(char) == 127 for char in label)
+        ):
             raise fail(
                 where,
-                f"{label!r} is not a label name (1 to {_LABEL_CHARS} characters, no comma)",
+                f"{label!r} is not a label name "
+                f"(1 to {_LABEL_CHARS} characters, no comma or control character)",
             )
     return tuple(dict.fromkeys(value))
 

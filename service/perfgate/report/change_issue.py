@@ -22,10 +22,11 @@ from perfgate.stats.step import StepSize
 
 MARKER_PREFIX = "<!-- perfgate:change-point "
 _MARKER = re.compile(r"<!-- perfgate:change-point ((?:[a-z]+=[^\s]* )+)-->")
+_RANGE = re.compile(r"([0-9a-f]{7,64})\.\.([0-9a-f]{7,64})")
 _FIELDS = ("project", "branch", "benchmark", "metric", "run", "range")
-# GitHub refuses titles past 256 characters and bodies past 65,536.
+# GitHub refuses titles past 256 characters (and bodies past 65,536, which a body cannot reach:
+# a key is at most 1,000 characters, a branch 255, and op names are cut to KEY_SHOWN).
 TITLE_CHARS = 256
-BODY_CHARS = 65_000
 # A key is shown at most this long in the title and the heading (the command keeps it whole).
 KEY_SHOWN = 200
 OPS_SHOWN = 8
@@ -143,9 +144,10 @@ def parse_marker(body: str | None) -> Marker | None:
         fields[name] = unquote(value)
     if set(fields) != set(_FIELDS) or not all(fields[n] for n in _FIELDS[:5]):
         return None
-    good, sep, bad = fields["range"].partition("..")
-    if not sep:
+    commits = _RANGE.fullmatch(fields["range"])
+    if commits is None:
         return None
+    good, bad = commits.groups()
     series = SeriesId(fields["project"], fields["branch"], fields["benchmark"], fields["metric"])
     return Marker(series=series, run=fields["run"], good=good, bad=bad)
 
@@ -159,6 +161,8 @@ def trend_url(server: str | None, series: SeriesId) -> str | None:
 
 
 def _shown_key(key: str) -> str:
+    """A name shown in prose, a title or a table: one line, at most KEY_SHOWN characters (keys
+    are at most 1,000, op names unbounded; the marker and the command keep a key whole)."""
     flat = one_line(key)
     return flat if len(flat) <= KEY_SHOWN else flat[: KEY_SHOWN - 1] + "…"
 
@@ -217,7 +221,7 @@ def _ops_section(report: StepReport) -> list[str]:
             else f"{delta.head_count:g}"
         )
         lines.append(
-            f"| {code_span(delta.op)} | {delta.base_us:.1f} | {delta.head_us:.1f} | "
+            f"| {code_span(_shown_key(delta.op))} | {delta.base_us:.1f} | {delta.head_us:.1f} | "
             f"{delta.delta_us:+.1f} | {calls} |"
         )
     lines += [
@@ -280,11 +284,7 @@ def issue_body(report: StepReport, *, trend: str | None) -> str:
         "comment when the step is dismissed in perfgate, is no longer detected, or the level "
         "comes back. Acknowledging the change point in perfgate keeps the issue as it is._",
     ]
-    body = "\n".join(lines)
-    if len(body) > BODY_CHARS:  # only a key of thousands of characters gets here
-        command = code_block(bisect_command(report))
-        body = body.replace(command, "_The command is too long to show: see `perfgate changes`._")
-    return body
+    return "\n".join(lines)
 
 
 def moved_comment(report: StepReport, previous: Marker, *, still_detected: bool) -> str:
