@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from action_env import Actions
 from click.testing import CliRunner, Result
 from fake_github import BOT, FakeGitHub
 from sqlalchemy import select, update
@@ -317,3 +318,34 @@ def test_a_token_without_issues_write_is_one_line_and_exit_3(
     assert result.exit_code == 3
     assert "`issues: write`" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_action_step_syncs_on_main_pushes_only(tmp_path: Path, github: FakeGitHub) -> None:
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    with open_store(db) as store:
+        upload(store, range(40), slow_from=20)
+    inputs = {
+        "INPUT_CHANGE_ISSUES": "true",
+        "INPUT_DB": db,
+        "INPUT_GITHUB_TOKEN": "ghs_actions",
+        "GITHUB_API_URL": github.url,
+        "GITHUB_REF_NAME": "main",
+    }
+    for job in ("pr", "server", "push"):
+        (tmp_path / job).mkdir()
+    pull = Actions(tmp_path / "pr", event={"number": 7}, event_name="pull_request")
+    skipped = pull.run("issues.sh", **inputs)
+    assert skipped.code == 0 and "not on pull_request" in skipped.stdout
+    server_only = Actions(tmp_path / "server", event={}, event_name="push")
+    notice = server_only.run("issues.sh", **{**inputs, "INPUT_DB": "", "INPUT_SERVER": SERVER})
+    assert notice.code == 0 and notice.stdout.startswith("::notice title=perfgate::")
+    assert github.issues == {}
+
+    push = Actions(tmp_path / "push", event={"after": commit_of(39)}, event_name="push")
+    done = push.run("issues.sh", **inputs)
+    assert done.code == 0, done.stderr
+    issue = only_issue(github)
+    assert done.stdout.startswith(f"opened: #{issue.number} {KEY} (time)")
+    assert (parse_marker(issue.body) or pytest.fail("no marker")).bad == commit_of(20)
+    again = push.run("issues.sh", **inputs)
+    assert again.code == 0 and len(github.issues) == 1
