@@ -84,10 +84,12 @@ class FakeGitHub:
         self.statuses: list[dict[str, Any]] = []
         self.check_runs: list[dict[str, Any]] = []
         self.issues: dict[int, Issue] = {}
-        # Who may be assigned (GitHub answers 422 for anyone else), and tokens without
-        # `issues: write` (GitHub answers 403 to their writes).
+        # Who may be assigned (GitHub answers 422 for anyone else), tokens without
+        # `issues: write` (GitHub answers 403 to their writes), and tokens without push access
+        # (GitHub silently drops the labels and assignees of the issues they open).
         self.assignable: set[str] = {"octocat", "perf-oncall"}
         self.no_issues: set[str] = set()
+        self.no_push: set[str] = set()
         self.requests: list[Request] = []
         self.failures: list[Failure] = []
         self.next_id = 1000
@@ -410,8 +412,12 @@ class FakeGitHub:
                 title=data["title"],
                 body=data.get("body") or "",
                 user=self.tokens[token],
-                labels=list(dict.fromkeys(data.get("labels") or [])),
-                assignees=list(dict.fromkeys(data.get("assignees") or [])),
+                labels=[]
+                if token in self.no_push
+                else list(dict.fromkeys(data.get("labels") or [])),
+                assignees=[]
+                if token in self.no_push
+                else list(dict.fromkeys(data.get("assignees") or [])),
             )
             self.issues[issue.number] = issue
             self.comments.setdefault(issue.number, [])

@@ -349,3 +349,17 @@ def test_the_action_step_syncs_on_main_pushes_only(tmp_path: Path, github: FakeG
     assert (parse_marker(issue.body) or pytest.fail("no marker")).bad == commit_of(20)
     again = push.run("issues.sh", **inputs)
     assert again.code == 0 and len(github.issues) == 1
+
+
+def test_labels_dropped_by_github_are_a_warning(
+    github: FakeGitHub, main_store: Store, db_url: str
+) -> None:
+    upload(main_store, range(40), slow_from=20)
+    github.no_push.add("ghs_actions")
+    result = sync(github, db_url)
+    assert result.exit_code == 0, result.output
+    issue = only_issue(github)
+    assert issue.labels == []
+    assert f"warning: GitHub dropped the label {TRACKING_LABEL} from #{issue.number}" in (
+        result.stderr
+    )

@@ -242,4 +242,5 @@ def _sync(
         server=server,
         # With --format json, stdout is the JSON alone.
         notify=lambda line: click.echo(line, err=quiet),
+        warn=lambda line: click.echo(f"warning: {line}", err=True),
     )

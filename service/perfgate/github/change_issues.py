@@ -62,8 +62,10 @@ def sync_change_issues(
     assignees: Sequence[str] = (),
     server: str | None = None,
     notify: Callable[[str], None] = lambda _m: None,
+    warn: Callable[[str], None] = lambda _m: None,
 ) -> SyncOutcome:
-    """Make the repository's perfgate issues for `changes`' branch and metric match it."""
+    """Make the repository's perfgate issues for `changes`' branch and metric match it;
+    `notify` gets one line per action, `warn` what a person must fix."""
     outcome = SyncOutcome()
     open_issues: dict[SeriesId, list[tuple[IssueInfo, Marker]]] = defaultdict(list)
     closed: set[tuple[SeriesId, str]] = set()
@@ -140,4 +142,11 @@ def sync_change_issues(
             assignees=list(assignees),
         )
         done(Action("opened", series, issue.number, issue.html_url, f"{report.good}..{report.bad}"))
+        if TRACKING_LABEL not in issue.labels:
+            # GitHub drops the labels of a new issue, silently, for a token without push access;
+            # without the label the next sync cannot find the issue and would open another.
+            warn(
+                f"GitHub dropped the label {TRACKING_LABEL} from #{issue.number}: the token "
+                "needs `issues: write` (and push access) for perfgate to find the issue again"
+            )
     return outcome
