@@ -142,8 +142,15 @@ def test_a_planted_step_opens_one_issue_that_more_quiet_runs_never_duplicate(
     assert f"{SERVER}/p/acme/models/trend?key=kernel%5Bn%3D128%2Cvariant%3D0%5D" in issue.body
     assert issue.title.startswith(f"perfgate: {KEY} time +2")
 
-    # Re-running the sync changes nothing.
+    # Re-running the sync changes nothing, in three reads: the repository, who the token is,
+    # one page of the labelled issues.
+    sent = len(github.requests)
     again = sync(github, db_url, "--server", SERVER)
+    assert [(r.method, r.path) for r in github.requests[sent:]] == [
+        ("GET", "/repos/acme/models"),
+        ("POST", "/graphql"),
+        ("GET", "/repos/acme/models/issues"),
+    ]
     assert again.exit_code == 0, again.output
     assert again.output.startswith(f"unchanged: #{issue.number}")
     assert len(github.issues) == 1 and bodies(github, issue.number) == []
