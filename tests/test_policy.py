@@ -340,6 +340,17 @@ def test_issues_table_gives_labels_assignees_and_horizon(project: Path) -> None:
     assert issues.labels == ("performance", "main")
     assert issues.assignees == ("octocat", "perf-oncall")
     assert issues.horizon == 12
+    shown = invoke("config")
+    assert shown.exit_code == 0, shown.output
+    assert 'issues: labels ["performance", "main"], assignees ["octocat", "perf-oncall"], ' in (
+        shown.stdout
+    )
+    as_json = json.loads(invoke("config", "--json").stdout)["issues"]
+    assert as_json == {
+        "labels": ["performance", "main"],
+        "assignees": ["octocat", "perf-oncall"],
+        "horizon": 12,
+    }
     (project / "perfgate.toml").write_text("threshold = 0.05\n")
     assert discover_policy().issues.horizon == 30 and discover_policy().issues.labels == ()
 
