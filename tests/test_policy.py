@@ -329,3 +329,54 @@ def test_run_takes_benchmarks_device_and_rounds_from_the_policy(project: Path) -
     [bench] = document["benchmarks"]
     assert bench["key"] == "add[n=8]" and bench["device"] == "cpu"
     assert len(bench["metrics"]["time"]["rounds"]) == 2
+
+
+def test_issues_table_gives_labels_assignees_and_horizon(project: Path) -> None:
+    (project / "perfgate.toml").write_text(
+        '[issues]\nlabels = ["performance", "main", "performance"]\n'
+        'assignees = ["octocat", "perf-oncall"]\nhorizon = 12\n'
+    )
+    issues = discover_policy().issues
+    assert issues.labels == ("performance", "main")
+    assert issues.assignees == ("octocat", "perf-oncall")
+    assert issues.horizon == 12
+    shown = invoke("config")
+    assert shown.exit_code == 0, shown.output
+    assert 'issues: labels ["performance", "main"], assignees ["octocat", "perf-oncall"], ' in (
+        shown.stdout
+    )
+    as_json = json.loads(invoke("config", "--json").stdout)["issues"]
+    assert as_json == {
+        "labels": ["performance", "main"],
+        "assignees": ["octocat", "perf-oncall"],
+        "horizon": 12,
+    }
+    (project / "perfgate.toml").write_text("threshold = 0.05\n")
+    assert discover_policy().issues.horizon == 30 and discover_policy().issues.labels == ()
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("issues = 3", "issues: expected a table of labels, assignees, horizon"),
+        ("[issues]\nlabel = []", "issues.label: unknown key (known: labels, assignees, horizon)"),
+        ('[issues]\nlabels = "perf"', "issues.labels: expected a list of label names"),
+        ('[issues]\nlabels = ["a,b"]', "issues.labels: 'a,b' is not a label name"),
+        ('[issues]\nlabels = ["' + "x" * 51 + '"]', "is not a label name (1 to 50 characters"),
+        ('[issues]\nlabels = [" "]', "issues.labels: ' ' is not a label name"),
+        ('[issues]\nlabels = ["a\\nb"]', "issues.labels: 'a\\nb' is not a label name"),
+        ('[issues]\nassignees = ["-bad"]', "issues.assignees: expected a list of GitHub logins"),
+        ("[issues]\nassignees = [1]", "issues.assignees: expected a list of GitHub logins"),
+        ("[issues]\nhorizon = 0", "issues.horizon: expected a whole number of runs, at least 1"),
+        ("[issues]\nhorizon = true", "issues.horizon: expected a whole number of runs"),
+    ],
+)
+def test_issues_table_errors_are_one_line_naming_file_and_key(
+    project: Path, table: str, message: str
+) -> None:
+    (project / "perfgate.toml").write_text(table + "\n")
+    result = invoke("config")
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("error: perfgate.toml: ")
+    assert message in result.stderr

@@ -41,6 +41,13 @@ DEFAULTS: dict[str, object] = {
 }
 SETTINGS = tuple(DEFAULTS)
 _OVERRIDE_KEYS = ("threshold", "ignore", "required", "informational")
+_ISSUE_KEYS = ("labels", "assignees", "horizon")
+#: Change points this many runs old or older open no new issue (docs/github.md).
+DEFAULT_ISSUE_HORIZON = 30
+# GitHub's limits: a label name is at most 50 characters; a login is 1-39 letters, digits and
+# single hyphens, not at either end. A comma would split the label filter of the issue list.
+_LABEL_CHARS = 50
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}")
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 # fail(key, message): the error naming the file and the key.
 _Fail = Callable[[str, str], UsageError]
@@ -76,6 +83,15 @@ class KeyRules:
 
 
 @dataclass(frozen=True)
+class IssueSettings:
+    """`[issues]`: the GitHub issues opened for change points on main (docs/github.md)."""
+
+    labels: tuple[str, ...] = ()
+    assignees: tuple[str, ...] = ()
+    horizon: int = DEFAULT_ISSUE_HORIZON
+
+
+@dataclass(frozen=True)
 class Policy:
     """A policy file's values (None where the file does not set one); `path` None: no file."""
 
@@ -86,6 +102,7 @@ class Policy:
     table: str = ""
     values: dict[str, Any] = field(default_factory=dict)
     overrides: tuple[Override, ...] = ()
+    issues: IssueSettings = field(default_factory=IssueSettings)
 
     @property
     def label(self) -> str:
@@ -187,6 +204,7 @@ def _parse(table: dict[str, Any], *, source: str, prefix: str, path: Path) -> Po
 
     values: dict[str, Any] = {}
     overrides: list[Override] = []
+    issues = IssueSettings()
     for key, value in table.items():
         if key == "benchmarks":
             given = _string(value, fail(key, f"expected a path (a string), got {value!r}"))
@@ -215,8 +233,10 @@ def _parse(table: dict[str, Any], *, source: str, prefix: str, path: Path) -> Po
                 raise fail(key, 'expected tables, e.g. [overrides."matmul*"]')
             for pattern, rules in value.items():
                 overrides.append(_override(pattern, rules, fail=fail))
+        elif key == "issues":
+            issues = _issues(value, fail=fail)
         else:
-            known = ", ".join(sorted([*SETTINGS, "overrides"]))
+            known = ", ".join(sorted([*SETTINGS, "issues", "overrides"]))
             raise fail(key, f"unknown key (known: {known})")
     return Policy(
         path=path,
@@ -224,7 +244,52 @@ def _parse(table: dict[str, Any], *, source: str, prefix: str, path: Path) -> Po
         table="[tool.perfgate]" if prefix else "",
         values=values,
         overrides=tuple(overrides),
+        issues=issues,
     )
+
+
+def _issues(table: object, *, fail: _Fail) -> IssueSettings:
+    if not isinstance(table, dict):
+        raise fail("issues", "expected a table of labels, assignees, horizon")
+    found: dict[str, Any] = {}
+    for key, value in table.items():
+        name = f"issues.{key}"
+        if key == "labels":
+            found[key] = parse_labels(value, where=name, fail=fail)
+        elif key == "assignees":
+            if not isinstance(value, list) or not all(
+                isinstance(v, str) and _LOGIN.fullmatch(v) for v in value
+            ):
+                raise fail(
+                    name, f'expected a list of GitHub logins, e.g. ["octocat"], got {value!r}'
+                )
+            found[key] = tuple(dict.fromkeys(value))
+        elif key == "horizon":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise fail(name, f"expected a whole number of runs, at least 1, got {value!r}")
+            found[key] = value
+        else:
+            raise fail(name, f"unknown key (known: {', '.join(_ISSUE_KEYS)})")
+    return IssueSettings(**found)
+
+
+def parse_labels(value: object, *, where: str, fail: _Fail) -> tuple[str, ...]:
+    """A list of GitHub label names (from the policy, or `--label` flags), checked."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise fail(where, f'expected a list of label names, e.g. ["performance"], got {value!r}')
+    for label in value:
+        if (
+            not label.strip()
+            or len(label) > _LABEL_CHARS
+            or "," in label
+            or any(ord(char) < 32 or ord(char) == 127 for char in label)
+        ):
+            raise fail(
+                where,
+                f"{label!r} is not a label name "
+                f"(1 to {_LABEL_CHARS} characters, no comma or control character)",
+            )
+    return tuple(dict.fromkeys(value))
 
 
 def _override(pattern: str, rules: object, *, fail: _Fail) -> Override:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 NOW = "2026-01-02T03:04:05Z"
 BOT = "github-actions[bot]"
@@ -57,8 +57,20 @@ class Pull:
     state: str = "open"
 
 
+@dataclass
+class Issue:
+    number: int
+    title: str
+    body: str
+    user: str
+    state: str = "open"
+    labels: list[str] = field(default_factory=list)
+    assignees: list[str] = field(default_factory=list)
+
+
 class FakeGitHub:
-    """State of one fake GitHub: a repository, its PRs, comments, statuses and check runs."""
+    """State of one fake GitHub: a repository, its PRs, issues, comments, statuses and check
+    runs."""
 
     def __init__(self, *, owner: str = "acme", repo: str = "models", prefix: str = "") -> None:
         self.owner, self.repo, self.repo_id = owner, repo, 4242
@@ -71,6 +83,13 @@ class FakeGitHub:
         self.comments: dict[int, list[dict[str, Any]]] = {}
         self.statuses: list[dict[str, Any]] = []
         self.check_runs: list[dict[str, Any]] = []
+        self.issues: dict[int, Issue] = {}
+        # Who may be assigned (GitHub answers 422 for anyone else), tokens without
+        # `issues: write` (GitHub answers 403 to their writes), and tokens without push access
+        # (GitHub silently drops the labels and assignees of the issues they open).
+        self.assignable: set[str] = {"octocat", "perf-oncall"}
+        self.no_issues: set[str] = set()
+        self.no_push: set[str] = set()
         self.requests: list[Request] = []
         self.failures: list[Failure] = []
         self.next_id = 1000
@@ -89,6 +108,16 @@ class FakeGitHub:
             comment = self._comment(number, body, user)
             self.comments[number].append(comment)
         return comment
+
+    def add_issue(self, title: str, body: str, *, user: str = BOT, **kw: Any) -> Issue:
+        with self.lock:
+            issue = Issue(number=self._next_number(), title=title, body=body, user=user, **kw)
+            self.issues[issue.number] = issue
+            self.comments.setdefault(issue.number, [])
+        return issue
+
+    def _next_number(self) -> int:
+        return max([*self.pulls, *self.issues, 0]) + 1
 
     def fail(self, method: str, path: str, **kw: Any) -> None:
         """Plan failures for requests whose path matches the regular expression `path`."""
@@ -295,6 +324,128 @@ class FakeGitHub:
             "changed_files": 1,
         }
 
+    def _label(self, name: str) -> dict[str, Any]:
+        full = f"{self.owner}/{self.repo}"
+        return {
+            "id": abs(hash(name)) % 10**6,
+            "url": f"{self.url}/repos/{full}/labels/{quote(name, safe='')}",
+            "name": name,
+            "color": "ededed",
+            "default": False,
+            "description": None,
+        }
+
+    def _issue(self, issue: Issue) -> dict[str, Any]:
+        full = f"{self.owner}/{self.repo}"
+        u = f"{self.url}/repos/{full}/issues/{issue.number}"
+        return {
+            "url": u,
+            "repository_url": f"{self.url}/repos/{full}",
+            "labels_url": f"{u}/labels{{/name}}",
+            "comments_url": f"{u}/comments",
+            "events_url": f"{u}/events",
+            "html_url": f"{self.url}/{full}/issues/{issue.number}",
+            "id": 70000 + issue.number,
+            "number": issue.number,
+            "title": issue.title,
+            "user": self._user(issue.user),
+            "labels": [self._label(name) for name in issue.labels],
+            "state": issue.state,
+            "locked": False,
+            "assignee": self._user(issue.assignees[0]) if issue.assignees else None,
+            "assignees": [self._user(login) for login in issue.assignees],
+            "milestone": None,
+            "comments": len(self.comments.get(issue.number, [])),
+            "created_at": NOW,
+            "updated_at": NOW,
+            "closed_at": NOW if issue.state == "closed" else None,
+            "closed_by": None,
+            "author_association": "NONE",
+            "body": issue.body,
+            "body_html": "",
+            "body_text": issue.body,
+        }
+
+    def _issue_fields(self, data: dict[str, Any]) -> tuple[int, dict[str, str], Any] | None:
+        """GitHub's 422 for what it refuses in an issue's fields, else None."""
+        if "title" in data and not (data["title"] or "").strip():
+            return 422, {}, _invalid("title can't be blank")
+        if len(data.get("title") or "") > 256:
+            return 422, {}, _invalid("title is too long (maximum is 256 characters)")
+        if len(data.get("body") or "") > 65536:
+            return 422, {}, _invalid("body is too long (maximum is 65536 characters)")
+        if any(len(name) > 50 for name in data.get("labels") or []):
+            return 422, {}, _invalid("name is too long (maximum is 50 characters)")
+        if any(login not in self.assignable for login in data.get("assignees") or []):
+            return 422, {}, _invalid("assignees are not valid")
+        if data.get("state", "open") not in ("open", "closed"):
+            return 422, {}, _invalid("state is not included in the list")
+        return None
+
+    def _issues_route(
+        self, request: Request, rest: str, token: str
+    ) -> tuple[int, dict[str, str], Any] | None:
+        """The issues endpoints; None for a path that is not one of them."""
+        method = request.method
+        if method != "GET" and token in self.no_issues:
+            return 403, {}, {"message": "Resource not accessible by integration"}
+        if rest == "/issues" and method == "GET":
+            state = request.query.get("state", "open")
+            wanted = [x for x in request.query.get("labels", "").split(",") if x]
+            found = [
+                i
+                for i in self.issues.values()
+                if state in ("all", i.state) and all(label in i.labels for label in wanted)
+            ]
+            descending = request.query.get("direction", "desc") == "desc"
+            found.sort(key=lambda i: i.number, reverse=descending)
+            base = f"{self.url}/repositories/{self.repo_id}/issues"
+            keep = {k: v for k, v in request.query.items() if k not in ("page", "per_page")}
+            return self._paged(request, [self._issue(i) for i in found], base, keep)
+        if rest == "/issues" and method == "POST":
+            data = request.body or {}
+            refused = self._issue_fields(data)
+            if refused is not None or "title" not in data:
+                return refused or (422, {}, _invalid("title can't be blank"))
+            issue = Issue(
+                number=self._next_number(),
+                title=data["title"],
+                body=data.get("body") or "",
+                user=self.tokens[token],
+                labels=[]
+                if token in self.no_push
+                else list(dict.fromkeys(data.get("labels") or [])),
+                assignees=[]
+                if token in self.no_push
+                else list(dict.fromkeys(data.get("assignees") or [])),
+            )
+            self.issues[issue.number] = issue
+            self.comments.setdefault(issue.number, [])
+            return 201, {}, self._issue(issue)
+        m = re.fullmatch(r"/issues/(\d+)(/labels)?", rest)
+        if m is None or int(m.group(1)) not in self.issues:
+            return None
+        issue = self.issues[int(m.group(1))]
+        if m.group(2) is None and method == "GET":
+            return 200, {}, self._issue(issue)
+        if m.group(2) is None and method == "PATCH":
+            data = request.body or {}
+            refused = self._issue_fields(data)
+            if refused is not None:
+                return refused
+            for name in ("title", "body", "state", "labels", "assignees"):
+                if name in data:
+                    setattr(issue, name, data[name])
+            return 200, {}, self._issue(issue)
+        if m.group(2) is not None and method == "POST":
+            data = request.body
+            names = data.get("labels") if isinstance(data, dict) else data
+            if not isinstance(names, list) or any(len(n) > 50 for n in names):
+                return 422, {}, _invalid("labels are not valid")
+            issue.labels = list(dict.fromkeys([*issue.labels, *names]))
+            return 200, {}, [self._label(name) for name in issue.labels]
+        return 404, {}, {"message": "Not Found"}
+
     def _comment(self, number: int, body: str, user: str) -> dict[str, Any]:
         self.next_id += 1
         full = f"{self.owner}/{self.repo}"
@@ -379,7 +530,9 @@ class FakeGitHub:
             return 200, {}, self._pull(pull)
         if m := re.fullmatch(r"/issues/(\d+)/comments", rest):
             number = int(m.group(1))
-            if number not in self.pulls:
+            if method == "POST" and number in self.issues and token in self.no_issues:
+                return 403, {}, {"message": "Resource not accessible by integration"}
+            if number not in self.pulls and number not in self.issues:
                 return 404, {}, {"message": "Not Found"}
             if method == "GET":
                 return self._page(request, number)
@@ -421,6 +574,9 @@ class FakeGitHub:
             }
             self.statuses.append(status)
             return 201, {}, status
+        issues = self._issues_route(request, rest, token)
+        if issues is not None:
+            return issues
         if rest == "/check-runs" and method == "POST":
             if token in self.no_checks:
                 return 403, {}, {"message": "Resource not accessible by integration"}
@@ -434,18 +590,22 @@ class FakeGitHub:
         return 200, {}, {"errors": [{"message": "unsupported query"}]}
 
     def _page(self, request: Request, number: int) -> tuple[int, dict[str, str], Any]:
+        base = f"{self.url}/repositories/{self.repo_id}/issues/{number}/comments"
+        return self._paged(request, self.comments[number], base, {})
+
+    def _paged(
+        self, request: Request, items: list[Any], base: str, keep: dict[str, str]
+    ) -> tuple[int, dict[str, str], Any]:
+        """One page of `items`, with GitHub's `Link` header to the next and the last."""
         per_page = min(100, int(request.query.get("per_page", "30")))
         page = int(request.query.get("page", "1"))
-        items = self.comments[number]
         last = max(1, -(-len(items) // per_page))
         chunk = items[(page - 1) * per_page : page * per_page]
-        base = f"{self.url}/repositories/{self.repo_id}/issues/{number}/comments"
         links = []
         if page < last:
-            links.append(
-                f'<{base}?{urlencode({"per_page": per_page, "page": page + 1})}>; rel="next"'
-            )
-            links.append(f'<{base}?{urlencode({"per_page": per_page, "page": last})}>; rel="last"')
+            for rel, number in (("next", page + 1), ("last", last)):
+                query = urlencode({**keep, "per_page": per_page, "page": number})
+                links.append(f'<{base}?{query}>; rel="{rel}"')
         return 200, ({"Link": ", ".join(links)} if links else {}), chunk
 
     def _check_run(self, data: dict[str, Any]) -> tuple[int, dict[str, str], Any]:

@@ -64,6 +64,11 @@ def command(
         click.echo(f"overrides ({policy.label}):")
         for override in policy.overrides:
             click.echo(f"  {json_text.dumps(override.pattern)}: {_override_text(override)}")
+    issues = policy.issues
+    click.echo(
+        f"issues: labels {json_text.dumps(list(issues.labels))}, assignees "
+        f"{json_text.dumps(list(issues.assignees))}, horizon {issues.horizon} runs"
+    )
 
 
 def config_json(policy: Policy, settings: list[Setting]) -> dict[str, Any]:
@@ -81,6 +86,12 @@ def config_json(policy: Policy, settings: list[Setting]) -> dict[str, Any]:
             {"match": o.pattern, **_override_fields(o), "source": policy.label}
             for o in policy.overrides
         ],
+        # `perfgate changes --sync-issues` (docs/github.md, Change-point issues).
+        "issues": {
+            "labels": list(policy.issues.labels),
+            "assignees": list(policy.issues.assignees),
+            "horizon": policy.issues.horizon,
+        },
     }
 
 

@@ -38,6 +38,7 @@ PERMISSIONS = {
     "check run": "checks: write",
     "pull request": "pull-requests: read",
     "repository": "contents: read",
+    "issue": "issues: write",
 }
 
 

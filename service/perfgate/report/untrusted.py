@@ -67,14 +67,17 @@ def plain_text(text: str) -> str:
     return "".join(out)
 
 
-def code_span(text: str) -> str:
+def code_span(text: str, *, in_table: bool = True) -> str:
     """`text` as a code span that nothing inside can close: fenced with more backticks than its
     longest run, padded when it starts or ends with a backtick, pipes escaped for table cells.
 
     Inside a code span GitHub renders no HTML, links, mentions or emphasis; the table splitter
-    runs first, so a `|` needs its backslash even there (GFM turns `\\|` back into `|`).
+    runs first, so a `|` needs its backslash even there (GFM turns `\\|` back into `|`). Outside
+    a table (`in_table=False`) the backslash would show, so the pipe is left as it is.
     """
-    content = one_line(text).replace("|", "\\|")
+    content = one_line(text)
+    if in_table:
+        content = content.replace("|", "\\|")
     longest = max((len(run) for run in _BACKTICK_RUN.findall(content)), default=0)
     fence = "`" * (longest + 1)
     # CommonMark strips one space from each end when both ends have one: pad to keep them, and
@@ -82,3 +85,12 @@ def code_span(text: str) -> str:
     if not content or content[0] in "` " or content[-1] in "` ":
         content = f" {content} "
     return f"{fence}{content}{fence}"
+
+
+def code_block(text: str) -> str:
+    """`text` on one line as a fenced code block that nothing inside can close: the fence is
+    longer than the longest run of backticks in it (at least three)."""
+    content = one_line(text)
+    longest = max((len(run) for run in _BACKTICK_RUN.findall(content)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{content}\n{fence}"
