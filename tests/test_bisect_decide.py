@@ -121,6 +121,7 @@ def test_an_inconclusive_result_wholly_below_the_threshold_is_good() -> None:
     assert result.verdict == "inconclusive" and result.ci is not None
     assert result.ci[1] < 1 + result.threshold
     assert decision.answer == "good"
+    assert "the whole CI below the threshold" in decision.reason
 
 
 def test_a_candidate_that_fails_or_lacks_the_benchmark_is_skipped() -> None:

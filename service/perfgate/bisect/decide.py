@@ -149,6 +149,11 @@ def decide_step(
         return StepDecision(
             "skip", f"{_keys(unclear)} still inconclusive after {rounds} rounds a side", judged
         )
+    below = [r for r in judged if r.verdict == "inconclusive"]
+    if below:
+        return StepDecision(
+            "good", f"no regression ({_keys(below)}: the whole CI below the threshold)", judged
+        )
     return StepDecision("good", "no regression", judged)
 
 
