@@ -324,6 +324,7 @@ def test_the_first_step_chooses_the_keys_and_their_thresholds() -> None:
         reason="a regressed",
         rounds=3,
         results=[_line("a", "regression", 1.21), _line("b", "unchanged", 1.0)],
+        slower=["a"],
     )
     keys, thresholds = follow(first, keys=None, threshold=None)
     assert keys == ("a",)

@@ -44,6 +44,10 @@ def _side(seed: int, *, rounds: int = 3, samples: int = 40, **edit: Any) -> list
         for key, error in edit.get("errors", {}).items():
             entry = next(b for b in data["benchmarks"] if b["key"] == key)
             entry.update(metrics={}, error=error, profile=None)
+        for key, factor in edit.get("bimodal", {}).items():
+            # Every other sample slower by `factor`: a side too spread to pin its median down.
+            timed = next(b for b in data["benchmarks"] if b["key"] == key)["metrics"]["time"]
+            timed["samples"] = [v * factor if i % 2 else v for i, v in enumerate(timed["samples"])]
         data["benchmarks"] = [b for b in data["benchmarks"] if b["key"] not in edit.get("drop", ())]
         documents.append(parse_document(data))
     return documents
@@ -76,6 +80,7 @@ def test_a_planted_slowdown_is_bad_for_its_key_and_for_any_benchmark() -> None:
         assert decision.answer == "bad", decision
         assert decision.exit_code == EXIT_BAD
         assert KEYS[1] in decision.reason
+        assert decision.slower == (KEYS[1],)
     # The step judges only the benchmarks it bisects: another key's regression is not this one.
     assert _decide(good, slow, keys=[KEYS[0]], settings=WIDE).answer == "good"
 
@@ -101,7 +106,8 @@ def test_a_faster_candidate_is_good() -> None:
 def test_inconclusive_asks_for_more_rounds_then_skips() -> None:
     # Three samples a side: the rank test can never reach alpha, whatever the ratio.
     good = _side(1, rounds=1, samples=3)
-    candidate = _side(2, rounds=1, samples=3, slowdown={KEYS[0]: 1.5})
+    # 3% slower, at a 3% threshold: the CI straddles it.
+    candidate = _side(2, rounds=1, samples=3, slowdown={KEYS[0]: 1.03})
     more = _decide(good, candidate, keys=[KEYS[0]], rounds=3, max_rounds=5)
     assert more.answer == "more" and "inconclusive after 3 rounds" in more.reason
     with pytest.raises(ValueError, match="no exit status"):
@@ -122,6 +128,27 @@ def test_an_inconclusive_result_wholly_below_the_threshold_is_good() -> None:
     assert result.ci[1] < 1 + result.threshold
     assert decision.answer == "good"
     assert "the whole CI below the threshold" in decision.reason
+
+
+def test_an_inconclusive_result_wholly_above_the_threshold_is_bad() -> None:
+    # GOOD's samples are bimodal (a busy machine): the comparator calls the side too noisy for
+    # any verdict, yet a 100x slowdown leaves the whole CI far above a 10x threshold.
+    good = _side(1, bimodal={KEYS[0]: 4.0})
+    slow = _side(2, slowdown={KEYS[0]: 100.0})
+    wide = step_settings(threshold=0.5, alpha=0.05)
+    decision = _decide(good, slow, keys=[KEYS[0]], settings=wide)
+    [result] = decision.results
+    assert result.verdict == "inconclusive" and "noisy" in result.reason
+    assert result.ci is not None and result.ci[0] > 1 + result.threshold
+    assert (decision.answer, decision.slower) == ("bad", (KEYS[0],))
+    assert "the whole CI above the threshold" in decision.reason
+    # Same code against the same noisy GOOD: no verdict either, and the whole CI below +50%.
+    same = _decide(good, _side(2), keys=[KEYS[0]], settings=wide)
+    assert same.results[0].verdict == "inconclusive"
+    assert (same.answer, same.slower) == ("good", ())
+    # Halfway between, at the threshold itself: the CI straddles it, and the step asks for more.
+    between = _decide(good, _side(2, slowdown={KEYS[0]: 1.5}), keys=[KEYS[0]], settings=wide)
+    assert between.answer == "more"
 
 
 def test_a_candidate_that_fails_or_lacks_the_benchmark_is_skipped() -> None:

@@ -40,6 +40,8 @@ class StepDecision:
     answer: Answer
     reason: str
     results: tuple[MetricResult, ...] = ()
+    # The keys that made the step bad: slower than GOOD beyond their threshold.
+    slower: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -105,11 +107,17 @@ def decide_step(
     `max_rounds` the most it may get.
 
     In order: a selected benchmark absent from GOOD, or failing there, aborts; a regression of
-    any selected benchmark is bad (even while others are unclear: the slowdown is there); a
-    benchmark the candidate lacks or fails on is a skip (that commit cannot be measured); an
-    inconclusive one asks for more rounds, then skips, unless its whole CI lies below
-    +threshold (whatever else is unclear, it is not slower by the threshold); otherwise (all
-    unchanged, improved or below the threshold) the commit is good.
+    any selected benchmark is bad (even while others are unclear: the slowdown is there), and so
+    is an inconclusive one whose whole CI lies above +threshold; a benchmark the candidate lacks
+    or fails on is a skip (that commit cannot be measured); an inconclusive one whose CI
+    straddles +threshold asks for more rounds, then skips; otherwise (unchanged, improved, or
+    inconclusive with the whole CI below +threshold) the commit is good.
+
+    The CI rules answer the step's own question, which is narrower than the verdict's: not
+    "did it change beyond ±threshold, with the false-discovery rate controlled", but "is the
+    candidate slower than GOOD by the threshold, yes or no". A verdict can stay inconclusive
+    for reasons that do not touch that answer (a side too spread to pin its median down, too
+    few samples for the rank test) while the 95% CI lies wholly on one side of it.
     """
     chosen = select_results(results, keys=keys, metric=metric)
     if keys is not None:
@@ -134,7 +142,16 @@ def decide_step(
     judged = tuple(r for r in chosen if r.verdict != "new")
     regressed = [r for r in judged if r.verdict == "regression"]
     if regressed:
-        return StepDecision("bad", f"{_keys(regressed)} regressed", judged)
+        slower = tuple(sorted({r.key for r in [*regressed, *filter(_above, judged)]}))
+        return StepDecision("bad", f"{_keys(regressed)} regressed", judged, slower=slower)
+    above = [r for r in judged if _above(r)]
+    if above:
+        return StepDecision(
+            "bad",
+            f"{_keys(above)} slower: the whole CI above the threshold",
+            judged,
+            slower=tuple(sorted({r.key for r in above})),
+        )
     unmeasurable = [r for r in judged if r.verdict in ("error", "missing")]
     if unmeasurable:
         return StepDecision(
@@ -159,7 +176,20 @@ def decide_step(
 
 def _below(result: MetricResult) -> bool:
     """An inconclusive result whose whole CI lies below +threshold: not the slowdown sought."""
-    return result.ci is not None and result.ci[1] <= 1 + result.threshold
+    return (
+        result.verdict == "inconclusive"
+        and result.ci is not None
+        and result.ci[1] <= 1 + result.threshold
+    )
+
+
+def _above(result: MetricResult) -> bool:
+    """An inconclusive result whose whole CI lies above +threshold: the slowdown sought."""
+    return (
+        result.verdict == "inconclusive"
+        and result.ci is not None
+        and result.ci[0] > 1 + result.threshold
+    )
 
 
 def _keys(results: Sequence[MetricResult]) -> str:

@@ -169,11 +169,12 @@ def follow(
     """From the first step (BAD against GOOD, answered bad): the keys to follow and their
     thresholds.
 
-    The keys are the ones asked for, else every benchmark that regressed; each regressed key's
-    threshold is the midpoint to its change at BAD, unless `threshold` fixes one for all.
+    The keys are the ones asked for, else every benchmark that made BAD bad (slower than GOOD
+    beyond the threshold); each such key's threshold is the midpoint to its change at BAD,
+    unless `threshold` fixes one for all.
     """
-    regressed = [r for r in first.results if r.verdict == "regression"]
-    followed = tuple(keys) if keys else tuple(sorted({r.key for r in regressed}))
+    regressed = [r for r in first.results if r.key in first.slower]
+    followed = tuple(keys) if keys else tuple(sorted(first.slower))
     if threshold is not None:
         return followed, {}
     return followed, {

@@ -7,12 +7,14 @@ uncommitted changes, a bisect of its own) is never touched. git keeps bisect sta
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -188,16 +190,34 @@ def stream(
         return proc.wait(), lines
 
 
-def _end_group(proc: subprocess.Popen[str]) -> None:
+def _end_group(proc: subprocess.Popen[str], *, grace_s: float = 10.0) -> None:
+    """SIGTERM to the whole group, SIGKILL to what is left after `grace_s`; returns when no
+    process of the group is left, or after twice `grace_s`."""
+    group = proc.pid
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(group, signal.SIGTERM)
     except ProcessLookupError:
         return
+    started = time.monotonic()
+    killed = False
+    # A zombie nobody reaps (a container whose PID 1 does not) still counts as a member of the
+    # group: give up waiting after twice the grace rather than hang.
+    while _group_alive(group, proc) and time.monotonic() - started < 2 * grace_s:
+        if not killed and time.monotonic() - started > grace_s:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+            killed = True
+        time.sleep(0.05)
+    proc.wait()
+
+
+def _group_alive(group: int, proc: subprocess.Popen[str]) -> bool:
+    proc.poll()  # reaps the leader once it exits, so it does not count as alive
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def parse_first_bad(output: str) -> str | None:

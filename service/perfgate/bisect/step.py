@@ -103,6 +103,8 @@ class StepRecord:
     reason: str
     rounds: int
     results: list[ResultLine] = field(default_factory=list)
+    # The keys that made the step bad (decide.StepDecision.slower).
+    slower: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -210,6 +212,7 @@ def _finish(
         reason=decision.reason,
         rounds=rounds,
         results=lines,
+        slower=list(decision.slower),
     )
     echo(f"  => {commit[:12]} is {decision.answer} (exit {decision.exit_code}): {decision.reason}")
     append_record(Path(request.log), record)
