@@ -194,7 +194,7 @@ def _processes_in(folder: Path) -> list[str]:
         except OSError:
             continue
         if entry.name.isdigit() and cwd.is_relative_to(folder.resolve()):
-            found.append(entry.name)
+            found.append(f"{entry.name}: {(entry / 'cmdline').read_bytes()[:200]!r}")
     return found
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from perfgate.bisect.decide import midpoint_threshold
 from perfgate.bisect.gitops import (
+    Interrupts,
     commit_count,
     resolve_range,
     run_bisect,
@@ -81,8 +82,14 @@ def bisect(
     settings: BisectSettings,
     cwd: Path,
     echo: Callable[[str], None],
+    interrupts: Interrupts | None = None,
 ) -> BisectReport:
-    """Bisect GOOD..BAD of the repository at `cwd`; UsageError for bad arguments or an abort."""
+    """Bisect GOOD..BAD of the repository at `cwd`; UsageError for bad arguments or an abort.
+
+    With `interrupts` (the command's signal handler), an interrupt ends the running step and
+    raises KeyboardInterrupt; the worktrees are removed on the way out.
+    """
+    interrupts = interrupts or Interrupts()
     span = resolve_range(cwd, good, bad)
     paths = tuple(_relative(p, span.root) for p in settings.paths)
     count = commit_count(span.root, span.good, span.bad)
@@ -108,7 +115,7 @@ def bisect(
             alpha=settings.alpha,
         )
         echo(f"perfgate bisect: first, BAD {span.bad[:12]} against GOOD")
-        measured = _run_step(trees.bisect, first, trees.folder / "first.json", echo)
+        measured = _run_step(trees.bisect, first, trees.folder / "first.json", echo, interrupts)
         if measured.answer == "abort":
             raise UsageError(f"bisect aborted at BAD {span.bad[:12]}: {measured.reason}")
         if measured.answer != "bad":
@@ -136,7 +143,12 @@ def bisect(
         request_path = trees.folder / "request.json"
         request.dump(request_path)
         outcome = run_bisect(
-            trees.bisect, good=span.good, bad=span.bad, step=_step(request_path), echo=echo
+            trees.bisect,
+            good=span.good,
+            bad=span.bad,
+            step=_step(request_path),
+            echo=echo,
+            interrupts=interrupts,
         )
         steps = read_records(log)
         aborted = [s for s in steps if s.answer == "abort"]
@@ -213,12 +225,16 @@ def _step(request_path: Path) -> list[str]:
 
 
 def _run_step(
-    tree: Path, request: StepRequest, request_path: Path, echo: Callable[[str], None]
+    tree: Path,
+    request: StepRequest,
+    request_path: Path,
+    echo: Callable[[str], None],
+    interrupts: Interrupts,
 ) -> StepRecord:
     """Run one step outside git bisect (the first, on BAD) and return what it logged."""
     request.dump(request_path)
     before = len(read_records(Path(request.log)))
-    code, _ = stream(_step(request_path), cwd=tree, echo=echo)
+    code, _ = stream(_step(request_path), cwd=tree, echo=echo, interrupts=interrupts)
     records = read_records(Path(request.log))[before:]
     if not records:
         raise UsageError(f"bisect aborted: the first step exited {code} without a record")

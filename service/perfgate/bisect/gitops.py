@@ -143,13 +143,16 @@ def run_bisect(
     bad: str,
     step: Sequence[str],
     echo: Callable[[str], None],
+    interrupts: Interrupts | None = None,
 ) -> BisectOutcome:
     """`git bisect start BAD GOOD` and `git bisect run STEP...` in `worktree`, git's output echoed.
 
     The caller resets the bisect (temporary_worktrees does, on every exit path).
     """
     git(worktree, "bisect", "start", bad, good)
-    code, lines = stream(["git", "bisect", "run", *step], cwd=worktree, echo=echo)
+    code, lines = stream(
+        ["git", "bisect", "run", *step], cwd=worktree, echo=echo, interrupts=interrupts
+    )
     output = "\n".join(lines)
     return BisectOutcome(
         first_bad=parse_first_bad(output),
@@ -159,15 +162,47 @@ def run_bisect(
     )
 
 
+class Interrupts:
+    """Ctrl-C and SIGTERM for a session, handled without raising at an arbitrary point.
+
+    `handle` (installed as the signal handler by the command) records the request and ends the
+    process group `stream` is running, if any; `stream` then raises KeyboardInterrupt once that
+    group is gone. Raising from the handler instead could land between the start of a child
+    and the moment its id is known, and leave it running in a worktree about to be removed.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._group: int | None = None
+
+    def handle(self, signum: int, frame: object) -> None:
+        self.requested = True
+        if self._group is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._group, signal.SIGTERM)
+
+    def check(self) -> None:
+        """Raise KeyboardInterrupt if an interrupt was asked for."""
+        if self.requested:
+            raise KeyboardInterrupt
+
+
 def stream(
-    command: Sequence[str], *, cwd: Path, echo: Callable[[str], None]
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    echo: Callable[[str], None],
+    interrupts: Interrupts | None = None,
 ) -> tuple[int, list[str]]:
     """Run `command`, echoing each line of its output; returns its exit status and the lines.
 
-    It runs in a process group of its own, which is ended (SIGTERM) if this process is
-    interrupted: git bisect run does not pass a signal on to the step, nor the step to its
-    workers, and none of them may outlive the worktrees they run in.
+    It runs in a process group of its own, which an interrupt ends (SIGTERM, then SIGKILL),
+    waiting until none of its processes is left: git bisect run does not pass a signal on to
+    the step, nor the step to its workers, and none of them may outlive the worktrees they run
+    in. Raises KeyboardInterrupt after an interrupt.
     """
+    interrupts = interrupts or Interrupts()
+    interrupts.check()
     lines: list[str] = []
     with subprocess.Popen(
         list(command),
@@ -179,14 +214,22 @@ def stream(
         bufsize=1,
         start_new_session=True,
     ) as proc:
+        interrupts._group = proc.pid
         assert proc.stdout is not None
         try:
+            if interrupts.requested:  # asked for while the child was starting
+                interrupts.handle(signal.SIGTERM, None)
             for line in proc.stdout:
                 lines.append(line.rstrip("\n"))
                 echo(lines[-1])
         except BaseException:
             _end_group(proc)
             raise
+        finally:
+            interrupts._group = None
+        if interrupts.requested:
+            _end_group(proc)
+            raise KeyboardInterrupt
         return proc.wait(), lines
 
 

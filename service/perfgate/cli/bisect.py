@@ -7,10 +7,10 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 
 import click
 
+from perfgate.bisect.gitops import Interrupts
 from perfgate.cli.options import filter_option, max_time_option
 from perfgate.policy import discover_policy, from_policy
 
@@ -127,9 +127,18 @@ def command(
         threshold=threshold,
         alpha=alpha,
     )
+    interrupts = Interrupts()
     try:
-        with _terminate_as_interrupt():
-            report = bisect(good=good, bad=bad, settings=settings, cwd=Path.cwd(), echo=click.echo)
+        with _signals_to(interrupts):
+            report = bisect(
+                good=good,
+                bad=bad,
+                settings=settings,
+                cwd=Path.cwd(),
+                echo=click.echo,
+                interrupts=interrupts,
+            )
+            interrupts.check()
     except KeyboardInterrupt:
         # By now the bisect is reset and the worktrees are gone (the driver's cleanup ran).
         click.echo("error: interrupted; the bisect was reset and its worktrees removed", err=True)
@@ -150,18 +159,16 @@ def command(
 
 
 @contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM ends the session like Ctrl-C: the worktrees and the bisect are cleaned up."""
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
+def _signals_to(interrupts: Interrupts) -> Iterator[None]:
+    """Ctrl-C and SIGTERM go to `interrupts` for the session (the cleanup runs either way)."""
+    wanted = (signal.SIGINT, signal.SIGTERM)
     try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
+        previous = {s: signal.signal(s, interrupts.handle) for s in wanted}
     except ValueError:  # not the main thread (a test runner's): nothing to install
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
