@@ -84,10 +84,11 @@ def test_bisect_names_the_planted_commit(tmp_path: Path) -> None:
 
     Why it cannot flake: with --threshold 19 a commit is bad only beyond 20x GOOD's time, and
     good only when the whole 95% CI stays below 20x. Same code would have to measure 20x slower
-    than GOOD, and the slowed code (100x the work) less than 20x; on the 2-core development
-    machine at a load of 11 (other suites running), the widest same-code CI seen reached 9.6x
-    and the lowest slowed CI bound was 66x. Rounds of the two sides alternate, so load slows
-    both alike, and an unclear step gets more rounds (--extra-rounds) before any skip.
+    than GOOD, and the slowed code (100x the work) less than 20x. On the 2-core development
+    machine at loads of 5 to 11 (other suites running), over 16 steps, the highest same-code
+    CI bound seen was 9.6x and the lowest slowed one 37x: 20x sits in the middle, 2x from
+    either. Rounds of the two sides alternate, so load slows both alike, and a step whose CI
+    straddles the threshold gets more rounds (--extra-rounds) before any skip.
     """
     repo = tmp_path / "repo"
     ids = _repository(repo)
