@@ -102,8 +102,8 @@ def command(
     First BAD is measured against GOOD: it must regress, and the benchmarks that did (or the
     --benchmark KEYs) are what the bisect follows. Then at each step git checks a commit out and
     perfgate measures it against GOOD in alternating rounds, each a fresh process in that
-    commit's tree, and answers good (no regression beyond the threshold), bad (a regression of
-    any followed benchmark) or skip (still inconclusive after --extra-rounds, or the benchmarks
+    commit's tree, and answers good (not slower beyond the threshold), bad (any followed
+    benchmark slower beyond it) or skip (still unclear after --extra-rounds, or the benchmarks
     cannot run at that commit). Both commits live in temporary worktrees, removed at the end;
     your checkout is never touched. PATHS are relative to the repository root (default: the
     policy's, else benchmarks/). Exit 0 when a first bad commit is named, 1 when none can be
