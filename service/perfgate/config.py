@@ -186,6 +186,16 @@ def restore_environment(saved: Mapping[str, str | None]) -> None:
             os.environ[name] = old
 
 
+def python_path_with(*folders: Path) -> str:
+    """A PYTHONPATH value with `folders` first, then whatever PYTHONPATH holds now.
+
+    For worker processes that must import one checkout's code before any installed copy
+    (`perfgate bisect` measures two commits of one project side by side).
+    """
+    current = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return os.pathsep.join([*(str(f) for f in folders), *current])
+
+
 # Read by CUDA, cuBLAS and torch's allocator at start-up: they change kernels, precision and
 # memory behaviour, so the harness records them with the environment (unset: None).
 CUDA_BEHAVIOUR_VARIABLES = (

@@ -42,6 +42,7 @@ def cli() -> None:
 def _register() -> None:
     # Imported here so `import perfgate.cli` stays light; each module adds one command.
     from perfgate.cli import (
+        bisect,
         calibrate,
         changes,
         ci,
@@ -64,6 +65,7 @@ def _register() -> None:
         upload,
         import_cmd,
         compare,
+        bisect,
         comment,
         ci,
         config_cmd,
