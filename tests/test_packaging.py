@@ -24,6 +24,7 @@ def test_wheel_ships_migrations_and_upgrades(tmp_path: Path, built_wheel: Path) 
     assert any(n.startswith("perfgate/migrations/versions/0002") for n in names)
     assert any(n.startswith("perfgate/migrations/versions/0003") for n in names)
     assert any(n.startswith("perfgate/migrations/versions/0004") for n in names)
+    assert any(n.startswith("perfgate/migrations/versions/0005") for n in names)
     assert "perfgate/store/models.py" in names
 
     target = tmp_path / "site"
@@ -63,7 +64,7 @@ def test_wheel_ships_migrations_and_upgrades(tmp_path: Path, built_wheel: Path) 
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    assert "upgraded (empty) -> 0004" in done.stdout
+    assert "upgraded (empty) -> 0005" in done.stdout
 
 
 def _install(wheel: Path, target: Path) -> dict[str, str]:
