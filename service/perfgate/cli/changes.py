@@ -8,7 +8,7 @@ import click
 from click.core import ParameterSource
 
 from perfgate import json_text
-from perfgate.cli.options import db_option, format_option
+from perfgate.cli.options import db_option, format_option, github_options
 from perfgate.config import ENV_SERVER
 from perfgate.errors import UsageError
 from perfgate.policy import Policy, discover_policy, from_policy, parse_labels
@@ -44,16 +44,7 @@ if TYPE_CHECKING:
     help="Instead of listing: open, update and close the GitHub issues of the branch's "
     "slowdowns (one per benchmark; docs/github.md, Change-point issues).",
 )
-@click.option("--repo", envvar="GITHUB_REPOSITORY", show_envvar=True, help="owner/name.")
-@click.option("--token", envvar="GITHUB_TOKEN", show_envvar=True, help="GitHub token.")
-@click.option(
-    "--api-url",
-    envvar="GITHUB_API_URL",
-    show_envvar=True,
-    default="https://api.github.com",
-    show_default=True,
-    help="GitHub REST API root.",
-)
+@github_options
 @click.option(
     "--server",
     envvar=ENV_SERVER,

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import click
 
-from perfgate.cli.options import fail_on_option, resolve
+from perfgate.cli.options import fail_on_option, github_options, resolve
 from perfgate.config import ENV_SERVER, GitHubContext
 from perfgate.errors import DocumentError, InputError, UsageError
 from perfgate.policy import discover_policy, policy_gate
@@ -74,20 +74,11 @@ def _event_or_none(context: GitHubContext) -> EventInfo | None:
     is_flag=True,
     help="With --no-baseline: this job tried to measure the base itself and could not.",
 )
-@click.option("--repo", envvar="GITHUB_REPOSITORY", show_envvar=True, help="owner/name.")
+@github_options
 @click.option(
     "--pr", type=click.IntRange(min=1), help="Pull request number [default: from the event]."
 )
 @click.option("--sha", help="Head commit for the status and check run [default: from the event].")
-@click.option("--token", envvar="GITHUB_TOKEN", show_envvar=True, help="GitHub token.")
-@click.option(
-    "--api-url",
-    envvar="GITHUB_API_URL",
-    show_envvar=True,
-    default="https://api.github.com",
-    show_default=True,
-    help="GitHub REST API root.",
-)
 @click.option(
     "--mode",
     type=click.Choice(["always", "on-change", "on-regression"]),

@@ -55,6 +55,24 @@ def server_options(func: F) -> F:
     )(func)
 
 
+def github_options(func: F) -> F:
+    """--repo, --token and --api-url: the GitHub REST API, as Actions names it in its variables."""
+    func = click.option(
+        "--api-url",
+        envvar="GITHUB_API_URL",
+        show_envvar=True,
+        default="https://api.github.com",
+        show_default=True,
+        help="GitHub REST API root.",
+    )(func)
+    func = click.option("--token", envvar="GITHUB_TOKEN", show_envvar=True, help="GitHub token.")(
+        func
+    )
+    return click.option("--repo", envvar="GITHUB_REPOSITORY", show_envvar=True, help="owner/name.")(
+        func
+    )
+
+
 def max_size_option(func: F) -> F:
     return click.option(
         "--max-size",
