@@ -6,7 +6,7 @@ import statistics
 import time
 
 from perfgate.results import parse_document
-from perfgate.stats.comparison import compare_documents
+from perfgate.stats.compare_documents import compare_documents
 from synthetic import synthetic_document
 
 

@@ -512,8 +512,8 @@ def _slowed(document: ResultsDocument, factors: Mapping[str, float]) -> ResultsD
 
 def _compare(pair: Pair, head: Sequence[ResultsDocument]) -> Any:
     # Imported here so that `record` works while the comparator is broken mid-edit.
-    from perfgate.stats.compare import CompareSettings
-    from perfgate.stats.comparison import compare_documents
+    from perfgate.stats.compare_documents import compare_documents
+    from perfgate.stats.two_sample import CompareSettings
 
     return compare_documents(
         pair.base,
@@ -978,7 +978,7 @@ def main() -> None:
     began = time.perf_counter()
     # The comparator is imported (and its sources hashed) before the workers fork, so that every
     # pair is judged by the code the JSON names even if the files change during the run.
-    import perfgate.stats.comparison  # noqa: F401
+    import perfgate.stats.compare_documents  # noqa: F401
 
     version = _comparator_version()
     sources = _build_sources(args)

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from perfgate.stats.compare import CompareSettings
+from perfgate.stats.two_sample import CompareSettings
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "benchmarks"
 EXACT = ("allocated_bytes", "peak_allocated_bytes")

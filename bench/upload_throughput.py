@@ -41,7 +41,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from perfgate.results import ResultsDocument, parse_document, parse_document_bytes
-from perfgate.store import documents, repository
+from perfgate.store import documents, row_writes
 from perfgate.store.connect import open_store
 from perfgate.store.tokens import create_token
 from perfgate.store.uploads import store_document
@@ -69,7 +69,7 @@ def measure(url: str, label: str) -> None:
         again = store_document(store.sessions, documents_[1])
         repeat_s = time.perf_counter() - start
         with store.sessions() as session:
-            runs = repository.count_rows(session)["runs"]
+            runs = row_writes.count_rows(session)["runs"]
     assert not again.created and runs == REPEATS + 1, "a repeated upload stored something"
     median = statistics.median(seconds)
     print(

@@ -23,9 +23,9 @@ from perfgate.bisect.decide import (
     step_settings,
 )
 from perfgate.results import ResultsDocument, parse_document
-from perfgate.stats.compare import CompareSettings
-from perfgate.stats.comparison import compare_documents
+from perfgate.stats.compare_documents import compare_documents
 from perfgate.stats.model import MetricResult
+from perfgate.stats.two_sample import CompareSettings
 from synthetic import synthetic_document
 
 KEYS = [f"kernel[n={64 * (1 + i)},variant=0]" for i in range(4)]

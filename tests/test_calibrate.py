@@ -19,7 +19,7 @@ from perfgate.cli.calibrate import render, spread_percent
 from perfgate.errors import InputError, NotFoundError
 from perfgate.results import ResultsDocument, parse_document
 from perfgate.stats.calibration import Calibration, MetricNoise, calibrate
-from perfgate.store import queries, repository
+from perfgate.store import row_writes, run_lookup
 from perfgate.store.calibrations import (
     calibrations_of,
     latest_calibration,
@@ -88,7 +88,7 @@ def write(path: Path, data: dict[str, Any]) -> Path:
 def test_a_saved_record_reads_back_equal(store: Store) -> None:
     record = calibrate([rounds_document(rounds=8)])
     with store.sessions() as session, session.begin():
-        project_id = repository.ensure_project(session, name=record.project)
+        project_id = row_writes.ensure_project(session, name=record.project)
         save_calibration(session, project_id=project_id, calibration=record)
     with store.sessions() as session:
         back = latest_calibration(session, project_id=project_id, fingerprint="runner-a")
@@ -105,7 +105,7 @@ def test_latest_is_the_newest_by_start_per_runner(store: Store) -> None:
         [rounds_document(seed=3, fingerprint="runner-b", started_at=T0 + timedelta(1))]
     )
     with store.sessions() as session, session.begin():
-        project_id = repository.ensure_project(session, name="acme/models")
+        project_id = row_writes.ensure_project(session, name="acme/models")
         # Stored out of order: the newest start wins, not the newest row.
         for record in (newer, other, older):
             save_calibration(session, project_id=project_id, calibration=record)
@@ -113,18 +113,18 @@ def test_latest_is_the_newest_by_start_per_runner(store: Store) -> None:
         assert latest_calibration(session, project_id=project_id, fingerprint="runner-a") == newer
         assert latest_calibration(session, project_id=project_id, fingerprint="runner-b") == other
         assert calibrations_of(session, project_id=project_id) == [newer, other, older]
-        other_project = repository.ensure_project(session, name="acme/other")
+        other_project = row_writes.ensure_project(session, name="acme/other")
         assert calibrations_of(session, project_id=other_project) == []
 
 
 def test_save_never_commits(store: Store) -> None:
     record = calibrate([rounds_document()])
     with store.sessions() as session:
-        project_id = repository.ensure_project(session, name=record.project)
+        project_id = row_writes.ensure_project(session, name=record.project)
         save_calibration(session, project_id=project_id, calibration=record)
         session.rollback()
     with store.sessions() as session:
-        assert repository.count_rows(session)["calibrations"] == 0
+        assert row_writes.count_rows(session)["calibrations"] == 0
 
 
 def test_storing_creates_the_project_and_the_same_record_once(store: Store) -> None:
@@ -135,7 +135,7 @@ def test_storing_creates_the_project_and_the_same_record_once(store: Store) -> N
     assert first.record_id == again.record_id
     assert (first.project, first.fingerprint) == ("new/project", "runner-a")
     with store.sessions() as session:
-        counts = repository.count_rows(session)
+        counts = row_writes.count_rows(session)
     assert (counts["calibrations"], counts["projects"]) == (1, 1)
     assert latest_calibrations(store.sessions, project=None) == [record]
 
@@ -185,7 +185,7 @@ def test_from_recorded_runs_stores_prints_and_writes(db_url: str, tmp_path: Path
     written = Calibration.from_json(json.loads(out.read_text()))
     assert written.rounds == 6 and written.project == "perfgate/examples"
     with open_store(db_url) as store, store.sessions() as session:
-        project = queries.resolve_project(session, name="perfgate/examples").id
+        project = run_lookup.resolve_project(session, name="perfgate/examples").id
         stored = latest_calibration(session, project_id=project, fingerprint=written.fingerprint)
     assert stored == written
     again = invoke("calibrate", "--from", *map(str, runs), "--db", db_url)
@@ -298,7 +298,7 @@ def test_too_few_rounds_are_refused(db_url: str, tmp_path: Path) -> None:
         "error: calibration needs at least 4 rounds of the suite; these runs hold 3\n"
     )
     with open_store(db_url) as store, store.sessions() as session:
-        assert repository.count_rows(session)["calibrations"] == 0
+        assert row_writes.count_rows(session)["calibrations"] == 0
 
 
 @pytest.mark.parametrize(

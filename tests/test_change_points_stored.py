@@ -20,8 +20,8 @@ from perfgate.stats.changepoints import detect_change_points
 from perfgate.stats.summary import median_ci
 from perfgate.store import change_points, migrate, models
 from perfgate.store.connect import Store, open_store
-from perfgate.store.queries import runs_for_commit
-from perfgate.store.repository import unpack_samples
+from perfgate.store.row_writes import unpack_samples
+from perfgate.store.run_lookup import runs_for_commit
 from perfgate.store.trends import list_changes, load_series
 from perfgate.store.uploads import store_document
 from synthetic import synthetic_document

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from perfgate.cli import cli
-from perfgate.store import repository
+from perfgate.store import row_writes
 from perfgate.store.connect import open_store
 from synthetic import synthetic_document
 
@@ -27,7 +27,7 @@ def write(path: Path, data: Any) -> Path:
 
 def counts(url: str) -> dict[str, int]:
     with open_store(url) as store, store.sessions() as session:
-        return repository.count_rows(session)
+        return row_writes.count_rows(session)
 
 
 def test_upload_then_again(db_url: str, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from perfgate.cli import cli
 from perfgate.results import parse_document
-from perfgate.stats.comparison import compare_documents
+from perfgate.stats.compare_documents import compare_documents
 from perfgate.store.connect import open_store
 from perfgate.store.uploads import store_document
 from synthetic import synthetic_document
@@ -263,7 +263,7 @@ def test_markdown_stays_under_the_comment_limit() -> None:
 
 
 def test_round_trip_through_json() -> None:
-    from perfgate.report.comparison_json import comparison_from_json, comparison_to_json
+    from perfgate.report.comparison_document import comparison_from_json, comparison_to_json
 
     base, head = _pair()
     comparison = compare_documents([parse_document(base)], [parse_document(head)])

@@ -23,7 +23,7 @@ from perfgate.api.app import create_app
 from perfgate.cli import cli
 from perfgate.config import Settings
 from perfgate.results import parse_document
-from perfgate.stats.comparison import compare_documents
+from perfgate.stats.compare_documents import compare_documents
 from perfgate.stats.model import Comparison, MetricResult
 from perfgate.store.connect import open_store
 from perfgate.store.uploads import store_document

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from perfgate.cli import cli
 from perfgate.errors import DocumentError
-from perfgate.report.comparison_json import comparison_from_json, comparison_to_json
+from perfgate.report.comparison_document import comparison_from_json, comparison_to_json
 from perfgate.results import parse_document
-from perfgate.stats.comparison import compare_documents
+from perfgate.stats.compare_documents import compare_documents
 from synthetic import synthetic_document
 
 

@@ -36,7 +36,7 @@ from perfgate.config import Settings
 from perfgate.errors import DocumentError
 from perfgate.results import ResultsDocument, make_key, parse_document, parse_document_bytes
 from perfgate.sides import Side, compare_sides
-from perfgate.stats.compare import CompareSettings
+from perfgate.stats.two_sample import CompareSettings
 from perfgate.store.connect import Store, open_store
 from perfgate.store.documents import rebuild_document
 from perfgate.store.uploads import store_document

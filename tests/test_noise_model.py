@@ -15,7 +15,7 @@ from perfgate.errors import UsageError
 from perfgate.results import ResultsDocument, parse_document
 from perfgate.stats import noise
 from perfgate.stats.calibration import Calibration, calibrate
-from perfgate.stats.comparison import compare_documents
+from perfgate.stats.compare_documents import compare_documents
 from perfgate.stats.model import POSSIBLE_REGRESSION, Comparison
 from perfgate.stats.modes import speed_levels
 
@@ -470,7 +470,7 @@ def test_a_step_three_runs_ago_is_left_out_of_the_noise_and_the_baseline() -> No
 
 
 def test_the_pooled_baseline_travels_with_the_result_and_its_json() -> None:
-    from perfgate.report.comparison_json import comparison_from_json, comparison_to_json
+    from perfgate.report.comparison_document import comparison_from_json, comparison_to_json
 
     suite = Suite(1100, sd=0.02)
     history = _history(suite, 12)

@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 from perfgate.cli import cli
 from perfgate.policy import discover_policy, find_policy_file, glob_matches
 from perfgate.report.checks import check_conclusion, status_state
-from perfgate.report.comparison_json import comparison_from_json
+from perfgate.report.comparison_document import comparison_from_json
 from synthetic import synthetic_document
 
 SLOW_KEY = "kernel[n=128,variant=0]"

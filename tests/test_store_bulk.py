@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from perfgate.results import ResultsDocument, parse_document
 from perfgate.stats.summary import stored_median_ci, summarize
-from perfgate.store import documents, models, repository, uploads
+from perfgate.store import documents, models, row_writes, uploads
 from perfgate.store.connect import Store
 from perfgate.store.documents import rebuild_document
 from perfgate.store.uploads import store_document
@@ -31,7 +31,7 @@ BENCHMARKS, SAMPLES = 2500, 8
 
 def _counts(store: Store) -> dict[str, int]:
     with store.sessions() as session:
-        return repository.count_rows(session)
+        return row_writes.count_rows(session)
 
 
 def _large(seed: int = 11, **kwargs: Any) -> dict[str, Any]:
@@ -69,13 +69,13 @@ def test_large_document_round_trips(store: Store) -> None:
 def _insert_through_sqlalchemy(store: Store, document: ResultsDocument) -> None:
     """Store `document` as store_document does, but with SQLAlchemy's own INSERT statements."""
     with store.sessions() as session, session.begin():
-        project_id = repository.ensure_project(session, name=document.run.project)
-        environment = repository.ensure_environment(
+        project_id = row_writes.ensure_project(session, name=document.run.project)
+        environment = row_writes.ensure_environment(
             session,
             fingerprint=document.environment.fingerprint,
             data=document.environment.as_dict(),
         )
-        repository.add_run(
+        row_writes.add_run(
             session,
             run=documents.run_row(
                 document,
@@ -84,11 +84,11 @@ def _insert_through_sqlalchemy(store: Store, document: ResultsDocument) -> None:
                 content_hash=document.content_hash(),
             ),
         )
-        ids = repository.ensure_benchmarks(
+        ids = row_writes.ensure_benchmarks(
             session,
             project_id=project_id,
             specs=[
-                repository.BenchmarkSpec(key=b.key, name=b.name, params=b.params)
+                row_writes.BenchmarkSpec(key=b.key, name=b.name, params=b.params)
                 for b in document.benchmarks
             ],
         )
@@ -98,7 +98,7 @@ def _insert_through_sqlalchemy(store: Store, document: ResultsDocument) -> None:
             (models.Op, documents.OP_COLUMNS, documents.op_rows),
         ):
             session.execute(
-                repository.table_of(model).insert(),
+                row_writes.table_of(model).insert(),
                 [dict(zip(columns, row, strict=True)) for row in rows(document, benchmark_ids=ids)],
             )
 
@@ -169,7 +169,7 @@ def test_a_row_refused_mid_copy_stores_nothing(store: Store, refuse_boom_op: Non
         store_document(store.sessions, parse_document(data))
     assert _counts(store) == before
     with store.sessions() as session:
-        assert repository.get_run(session, run_id=data["run"]["id"]) is None
+        assert row_writes.get_run(session, run_id=data["run"]["id"]) is None
 
 
 def test_a_failing_row_generator_stores_nothing(
@@ -230,4 +230,4 @@ def test_sample_summaries_equal_the_one_list_functions() -> None:
     for (summary, ci, blob), samples in zip(documents.sample_summaries(lists), lists, strict=True):
         assert summary == summarize(samples)
         assert ci == stored_median_ci(samples)
-        assert blob == repository.pack_samples(samples)
+        assert blob == row_writes.pack_samples(samples)

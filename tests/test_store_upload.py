@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from perfgate.errors import ConflictError
 from perfgate.results import parse_document
-from perfgate.store import bulk, models, repository
+from perfgate.store import bulk, models, row_writes
 from perfgate.store.connect import Store
 from perfgate.store.documents import rebuild_document
 from perfgate.store.uploads import store_document
@@ -19,7 +19,7 @@ from synthetic import synthetic_document
 
 def _counts(store: Store) -> dict[str, int]:
     with store.sessions() as session:
-        return repository.count_rows(session)
+        return row_writes.count_rows(session)
 
 
 def test_store_and_rebuild_exactly(store: Store) -> None:
@@ -132,16 +132,16 @@ def test_concurrent_duplicate_insert_is_recognised(store: Store) -> None:
     store_document(store.sessions, doc)
     from perfgate.store import uploads
 
-    original = uploads.repository.get_run
+    original = uploads.row_writes.get_run
     calls = {"n": 0}
 
     def stale_get_run(session: Any, *, run_id: str) -> Any:
         calls["n"] += 1
         return None if calls["n"] == 1 else original(session, run_id=run_id)
 
-    uploads.repository.get_run = stale_get_run  # type: ignore[assignment]
+    uploads.row_writes.get_run = stale_get_run  # type: ignore[assignment]
     try:
         outcome = store_document(store.sessions, doc)
     finally:
-        uploads.repository.get_run = original  # type: ignore[assignment]
+        uploads.row_writes.get_run = original  # type: ignore[assignment]
     assert not outcome.created and calls["n"] == 2

@@ -1,7 +1,7 @@
 """The two sides of a comparison, and comparing them with the evidence about the runner.
 
 A side is the runs of one commit: a results file, a folder of them (rounds measured alternately
-with the other side's), or runs the store holds (`store.comparisons` resolves those). Comparing
+with the other side's), or runs the store holds (`store.compare_in_store` resolves those). Comparing
 two files needs nothing else: this module imports no store, so `perfgate compare a.json b.json`
 gives the same verdict in every folder (docs/architecture.md §5).
 """
@@ -15,10 +15,10 @@ from pathlib import Path
 from perfgate.errors import UsageError
 from perfgate.results import ResultsDocument, load_document
 from perfgate.stats.calibration import Calibration
-from perfgate.stats.compare import CompareSettings
-from perfgate.stats.comparison import compare_documents
+from perfgate.stats.compare_documents import compare_documents
 from perfgate.stats.model import Comparison
 from perfgate.stats.noise import PastRun
+from perfgate.stats.two_sample import CompareSettings
 
 
 @dataclass

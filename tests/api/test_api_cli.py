@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 
 from perfgate.cli import cli
 from perfgate.store.connect import open_store
-from perfgate.store.repository import count_rows
+from perfgate.store.row_writes import count_rows
 from perfgate.store.tokens import authenticate, hash_token
 
 

@@ -18,7 +18,7 @@ from perfgate.errors import InputError
 from perfgate.store import migrate
 from perfgate.store.connect import open_store
 from perfgate.store.engine import make_engine
-from perfgate.store.repository import count_rows
+from perfgate.store.row_writes import count_rows
 
 postgres_only = pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
 

@@ -13,7 +13,7 @@ from apihelpers import OTHER, PROJECT, TEST_LIMIT, Api, document
 
 from perfgate.results import parse_document
 from perfgate.store.connect import open_store
-from perfgate.store.repository import count_rows
+from perfgate.store.row_writes import count_rows
 from perfgate.store.tokens import list_tokens, revoke_token
 
 

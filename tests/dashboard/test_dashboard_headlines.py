@@ -8,7 +8,7 @@ from functools import partial
 from perfgate.api.dashboard import runcompare
 from perfgate.api.dashboard.headlines import Headline, HeadlineCache
 from perfgate.results import make_key, parse_document
-from perfgate.store import reads
+from perfgate.store import catalog
 from perfgate.store.connect import Store
 from perfgate.store.uploads import store_document
 from synthetic import synthetic_document
@@ -32,8 +32,8 @@ def upload(store: Store, i: int, *, slowdown: float | None = None) -> None:
 
 def headlines(store: Store, cache: HeadlineCache) -> dict[str, Headline]:
     with store.sessions() as session:
-        project = reads.list_projects(session, names=["acme/models"])[0]
-        runs = reads.list_runs(session, project_id=project.id)
+        project = catalog.list_projects(session, names=["acme/models"])[0]
+        runs = catalog.list_runs(session, project_id=project.id)
         state = (project.id, project.runs, project.latest_run_at)
         return {
             run.id: cache.get(run.id, state, partial(runcompare.prepare, session, project.id, run))

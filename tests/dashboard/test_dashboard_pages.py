@@ -29,7 +29,7 @@ from dashhelpers import (
 from markupsafe import escape
 
 from perfgate.report.markdown import render_markdown
-from perfgate.stats.compare import CompareSettings
+from perfgate.stats.two_sample import CompareSettings
 
 PROJECT_PATH = f"/p/{PROJECT}"
 

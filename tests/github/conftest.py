@@ -13,7 +13,7 @@ from fake_github import FakeGitHub, FakeGitHubServer
 from ghhelpers import ACTIONS_VARIABLES, BASE_SHA, HEAD_SHA, make_comparison
 
 from perfgate.cli import cli
-from perfgate.report.comparison_json import comparison_to_json
+from perfgate.report.comparison_document import comparison_to_json
 from perfgate.stats.model import Comparison
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fake_github import FakeGitHub
 
 from perfgate.results import parse_document
-from perfgate.stats.comparison import compare_documents
+from perfgate.stats.compare_documents import compare_documents
 from perfgate.stats.model import Comparison
 from synthetic import synthetic_document
 

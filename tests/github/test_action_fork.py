@@ -44,7 +44,7 @@ def test_fork_report_treats_the_artifact_as_data(
     assert measured in body and "/actions/runs/77" not in body
     # Nothing from the fork entered the store: only the base run is there.
     from perfgate.store.connect import open_store
-    from perfgate.store.repository import count_rows
+    from perfgate.store.row_writes import count_rows
 
     with open_store(db) as store, store.sessions() as session:
         assert count_rows(session)["runs"] == 1

@@ -13,9 +13,9 @@ from typing import Any, ClassVar
 import pytest
 from action_env import Actions, Step
 
-from perfgate.report.comparison_json import comparison_to_json
+from perfgate.report.comparison_document import comparison_to_json
 from perfgate.results import parse_document
-from perfgate.stats.comparison import compare_documents
+from perfgate.stats.compare_documents import compare_documents
 from synthetic import synthetic_document
 
 # A line break would end the `::error` command and start one of the attacker's, or end the

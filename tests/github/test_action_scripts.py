@@ -16,9 +16,9 @@ import pytest
 from action_env import BIN, Actions, Repo, clone, documents, git, make_bench_repo, pr_event
 from fake_github import FakeGitHub
 
-from perfgate.report.comparison_json import comparison_to_json
+from perfgate.report.comparison_document import comparison_to_json
 from perfgate.results import parse_document
-from perfgate.stats.comparison import compare_documents
+from perfgate.stats.compare_documents import compare_documents
 
 
 @pytest.mark.slow

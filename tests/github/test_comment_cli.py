@@ -13,7 +13,7 @@ from fake_github import BOT, FakeGitHub
 from ghhelpers import BASE_SHA, HEAD_SHA, body_of, make_comparison
 
 from perfgate.github.publish import MARKER
-from perfgate.report.comparison_json import comparison_to_json
+from perfgate.report.comparison_document import comparison_to_json
 
 Invoke = Callable[..., Result]
 Env = dict[str, str | None]

@@ -15,7 +15,7 @@ from perfgate.report.terminal import render_terminal
 from perfgate.report.trend import trend_page_url
 from perfgate.report.verdicts import short_reason
 from perfgate.results import parse_document
-from perfgate.stats.comparison import compare_documents
+from perfgate.stats.compare_documents import compare_documents
 from perfgate.stats.model import (
     Comparison,
     MetricResult,
@@ -28,7 +28,7 @@ from synthetic import synthetic_document
 
 DASHBOARD = "https://perf.example/compare?project=acme%2Fmodels&base=aaaa&head=bbbb"
 OPS = [OpDelta("aten::copy_", 33.3, 143.3, 110.0, 2, 4), OpDelta("aten::mm", 50.0, 51.0, 1.0, 1, 1)]
-# The comparator's reasons, as `stats/compare.py` words them.
+# The comparator's reasons, as `stats/two_sample.py` words them.
 STRADDLES = "+1.0% (95% CI -3.0% to +5.0%); the CI straddles the 3.0% threshold"
 NOISY = (
     "noisy: the head samples are too spread (or bimodal) to pin the median down; "

@@ -18,11 +18,11 @@ from perfgate.report.checks import (
     regression_annotations,
     status_description,
 )
-from perfgate.report.comparison_json import comparison_from_json, comparison_to_json
+from perfgate.report.comparison_document import comparison_from_json, comparison_to_json
 from perfgate.report.markdown import Links, render_markdown
 from perfgate.report.trend import mermaid_chart, sparkline
 from perfgate.results import parse_document
-from perfgate.stats.comparison import compare_documents
+from perfgate.stats.compare_documents import compare_documents
 from perfgate.stats.model import Comparison
 from perfgate.stats.noise import PastRun
 from synthetic import synthetic_document

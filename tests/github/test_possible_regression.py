@@ -26,7 +26,7 @@ from perfgate.report.checks import (
     status_description,
     status_state,
 )
-from perfgate.report.comparison_json import comparison_from_json, comparison_to_json
+from perfgate.report.comparison_document import comparison_from_json, comparison_to_json
 from perfgate.report.markdown import render_markdown
 from perfgate.report.terminal import render_terminal
 from perfgate.report.verdicts import headline_icon, severity_order, summary_phrase

@@ -23,7 +23,7 @@ from perfgate.report.checks import check_summary, regression_annotations
 from perfgate.report.markdown import Links, render_markdown
 from perfgate.report.untrusted import code_span, one_line, plain_text
 from perfgate.results import make_key, parse_document
-from perfgate.stats.comparison import compare_documents
+from perfgate.stats.compare_documents import compare_documents
 from perfgate.stats.model import CommonFinding, Comparison, MetricResult
 from perfgate.stats.noise import PastRun
 from synthetic import synthetic_document

@@ -9,9 +9,9 @@
     def page(name: str, session: SessionDep, state: StateDep) -> ...:
         ...  # `session` is closed after the request; never commit in a read route
 
-- `SessionDep`: one `Session` for the request: every read (`perfgate.store.reads`,
-  `perfgate.store.queries`) and read use case (`load_series`, `list_changes`,
-  `store.comparisons.compare_in_store`) takes it and never commits or closes it.
+- `SessionDep`: one `Session` for the request: every read (`perfgate.store.catalog`,
+  `perfgate.store.run_lookup`) and read use case (`load_series`, `list_changes`,
+  `store.compare_in_store.compare_in_store`) takes it and never commits or closes it.
 - `SessionsDep`: the `sessionmaker`, for the write use cases that own their transaction
   (`store_document`, `set_change_status`).
 - `StateDep`: the whole `AppState` (`state.settings.public_read`,

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from perfgate.store.reads import BenchmarkSummary, ProjectSummary, RunSummary
+from perfgate.store.catalog import BenchmarkSummary, ProjectSummary, RunSummary
 from perfgate.store.trends import ChangePointView, Series
 
 

@@ -14,8 +14,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from perfgate.stats.compare import CompareSettings
 from perfgate.stats.model import MetricResult
+from perfgate.stats.two_sample import CompareSettings
 
 Answer = Literal["good", "bad", "skip", "more", "abort"]
 

@@ -57,7 +57,7 @@ def compare_on_server(
 ) -> ServerComparison:
     """The server's comparison of `base` with `head` in `project`, with the threshold and alpha
     in `settings` (those a flag, variable or policy set; the server's defaults are perfgate's)."""
-    from perfgate.report.comparison_json import comparison_from_json
+    from perfgate.report.comparison_document import comparison_from_json
 
     if any(ord(c) < 32 or ord(c) == 127 for c in token):
         raise UsageError("server-token: holds a line break or control character (check the secret)")

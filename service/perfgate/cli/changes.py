@@ -128,7 +128,7 @@ def _list(
     *, status: str, branch: str | None, metric: str, project: str | None, fmt: str, db_url: str
 ) -> None:
     from perfgate.store.connect import open_store
-    from perfgate.store.queries import default_branch, resolve_project
+    from perfgate.store.run_lookup import default_branch, resolve_project
     from perfgate.store.trends import list_changes
 
     with open_store(db_url) as store, store.sessions() as session:

@@ -120,7 +120,7 @@ def _local_comparer(
         from perfgate.cli.compare import build_comparison, emit, with_policy_notes
         from perfgate.policy import policy_gate
         from perfgate.report.gate import fails
-        from perfgate.stats.compare import CompareSettings
+        from perfgate.stats.two_sample import CompareSettings
 
         policy = discover_policy()
         gate = policy_gate(policy, resolve(ctx, "fail_on", policy).value)

@@ -126,7 +126,7 @@ def command(
     """
     from perfgate.github.actions import warning_command, write_step_summary
     from perfgate.report.checks import regression_annotations
-    from perfgate.report.comparison_json import comparison_from_json
+    from perfgate.report.comparison_document import comparison_from_json
     from perfgate.report.markdown import Links, render_markdown
 
     if (comparison is None) == (not no_baseline):

@@ -29,8 +29,8 @@ from perfgate.report.gate import fails as gate_fails
 
 if TYPE_CHECKING:
     from perfgate.sides import Side
-    from perfgate.stats.compare import CompareSettings
     from perfgate.stats.model import Comparison
+    from perfgate.stats.two_sample import CompareSettings
 
 # Benchmarks a policy note names before "and N more".
 NAMED = 8
@@ -102,7 +102,7 @@ def command(
          (a first PR, an empty store); CI posts a neutral check instead of a verdict
     """
     # Imported here: scipy costs a second, and `perfgate --help` should not pay it.
-    from perfgate.stats.compare import CompareSettings
+    from perfgate.stats.two_sample import CompareSettings
 
     ctx = click.get_current_context()
     policy = discover_policy()
@@ -160,11 +160,11 @@ def build_comparison(
             loaded[base], loaded[head], settings=settings, policy=policy
         )
         return compare_sides(base_side, head_side, settings=settings, history=[])
-    from perfgate.store import comparisons
+    from perfgate.store import compare_in_store
     from perfgate.store.connect import open_store
 
     with open_store(db_url or DEFAULT_DB_URL) as store, store.sessions() as session:
-        base_side, head_side = comparisons.resolve_sides(
+        base_side, head_side = compare_in_store.resolve_sides(
             session,
             base=loaded.get(base, base),
             head=loaded.get(head, head),
@@ -174,7 +174,9 @@ def build_comparison(
         base_side, head_side, settings = apply_policy(
             base_side, head_side, settings=settings, policy=policy
         )
-        return comparisons.compare_with_evidence(session, base_side, head_side, settings=settings)
+        return compare_in_store.compare_with_evidence(
+            session, base_side, head_side, settings=settings
+        )
 
 
 def _missing_sqlite_file(db_url: str) -> bool:
@@ -244,7 +246,7 @@ def _benchmarks(keys: list[str]) -> str:
 def emit(comparison: Comparison, *, fmt: str, out: Path | None) -> None:
     """Render in `fmt` to `out` (or stdout)."""
     if fmt == "json":
-        from perfgate.report.comparison_json import comparison_to_json
+        from perfgate.report.comparison_document import comparison_to_json
 
         text = json_text.dumps(comparison_to_json(comparison), indent=1) + "\n"
     elif fmt == "markdown":

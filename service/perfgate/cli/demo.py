@@ -98,8 +98,8 @@ def command(
     from perfgate.report.terminal import render_terminal
     from perfgate.results import ResultsDocument, dump_document
     from perfgate.sides import Side
-    from perfgate.stats.compare import CompareSettings
-    from perfgate.store import comparisons
+    from perfgate.stats.two_sample import CompareSettings
+    from perfgate.store import compare_in_store
     from perfgate.store.connect import open_store
     from perfgate.store.uploads import store_document
 
@@ -147,7 +147,7 @@ def command(
                 documents[branch].append(document)
 
         with store.sessions() as session:
-            comparison = comparisons.compare_in_store(
+            comparison = compare_in_store.compare_in_store(
                 session,
                 base=Side(documents=documents["main"], label="main"),
                 head=Side(documents=documents["demo-pr"]),
@@ -155,7 +155,7 @@ def command(
             )
 
     from perfgate import json_text
-    from perfgate.report.comparison_json import comparison_to_json
+    from perfgate.report.comparison_document import comparison_to_json
 
     (out_dir / "comparison.json").write_text(
         json_text.dumps(comparison_to_json(comparison), indent=1)

@@ -30,9 +30,9 @@ from scipy import stats as scipy_stats
 
 from perfgate.stats import noise
 from perfgate.stats.calibration import Calibration
-from perfgate.stats.compare import exp_or_inf, expm1_or_inf, side_level
 from perfgate.stats.modes import speed_levels, within_offsets
 from perfgate.stats.noise import Evidence, MetricKey
+from perfgate.stats.two_sample import exp_or_inf, expm1_or_inf, side_level
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from sqlalchemy.types import TypeDecorator
 
-from perfgate.store import repository
+from perfgate.store import row_writes
 from perfgate.store.models import utcnow
 
 
@@ -182,7 +182,7 @@ _INSERT_BENCHMARKS = text(
 
 
 def ensure_benchmarks(
-    session: Session, *, project_id: int, specs: Sequence[repository.BenchmarkSpec]
+    session: Session, *, project_id: int, specs: Sequence[row_writes.BenchmarkSpec]
 ) -> dict[str, int]:
     """Map each spec's key to its benchmark id, creating the missing ones (see
     `ensure_benchmark_rows`)."""
@@ -191,8 +191,8 @@ def ensure_benchmarks(
 
 
 def ensure_benchmark_rows(
-    session: Session, *, project_id: int, specs: Sequence[repository.BenchmarkSpec]
-) -> tuple[dict[str, int], dict[str, repository.StoredBenchmark]]:
+    session: Session, *, project_id: int, specs: Sequence[row_writes.BenchmarkSpec]
+) -> tuple[dict[str, int], dict[str, row_writes.StoredBenchmark]]:
     """Map each spec's key to its benchmark id, creating the missing ones; and the stored rows
     by key, whose name and params may differ as JSON from the spec's.
 
@@ -202,7 +202,7 @@ def ensure_benchmark_rows(
     two uploads that share new benchmarks wait for each other instead of deadlocking.
     """
     if session.get_bind().dialect.name != "postgresql":
-        return repository.ensure_benchmark_rows(session, project_id=project_id, specs=specs)
+        return row_writes.ensure_benchmark_rows(session, project_id=project_id, specs=specs)
     stored = _benchmark_rows(session, project_id=project_id, keys=[s.key for s in specs])
     missing = [s for s in specs if s.key not in stored]
     if missing:
@@ -226,9 +226,9 @@ def ensure_benchmark_rows(
 
 def _benchmark_rows(
     session: Session, *, project_id: int, keys: list[str]
-) -> dict[str, repository.StoredBenchmark]:
+) -> dict[str, row_writes.StoredBenchmark]:
     rows = session.execute(_SELECT_BENCHMARKS, {"project_id": project_id, "keys": keys})
     return {
-        str(key): repository.StoredBenchmark(id=int(bench_id), name=name, params=params)
+        str(key): row_writes.StoredBenchmark(id=int(bench_id), name=name, params=params)
         for key, bench_id, name, params in rows
     }

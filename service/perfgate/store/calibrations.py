@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from perfgate.errors import DatabaseError, DocumentError, InputError, NotFoundError
 from perfgate.stats.calibration import Calibration
-from perfgate.store import models, repository
+from perfgate.store import models, row_writes
 from perfgate.store.engine import describe_db_error, mask_url
 
 HOW_TO_CALIBRATE = "run perfgate calibrate PATHS"
@@ -90,7 +90,7 @@ def store_calibration(
     text = record_text(calibration)
     try:
         with sessions() as session, session.begin():
-            project_id = repository.ensure_project(session, name=calibration.project)
+            project_id = row_writes.ensure_project(session, name=calibration.project)
             existing = session.scalar(
                 select(models.Calibration.id).where(
                     models.Calibration.project_id == project_id,

@@ -36,7 +36,7 @@ from perfgate.report.change_issue import (
 from perfgate.results import Op
 from perfgate.stats.attribution import attribute
 from perfgate.stats.step import step_size
-from perfgate.store import models, queries
+from perfgate.store import models, run_lookup
 from perfgate.store.trends import ChangePointView, SeriesPoint, list_changes, load_series
 
 # Profiled runs read on each side of a step: the median profile of a few runs names the ops
@@ -56,9 +56,9 @@ def change_issue_states(
     ignored: Callable[[str], bool] = lambda _key: False,
 ) -> BranchChanges:
     """The issue state of each series of `metric` on `branch` (default: the project's main
-    branch, `queries.default_branch`) with a stored change point, by key."""
-    project_row = queries.resolve_project(session, name=project)
-    branch = branch or queries.default_branch(session, project_id=project_row.id) or "main"
+    branch, `run_lookup.default_branch`) with a stored change point, by key."""
+    project_row = run_lookup.resolve_project(session, name=project)
+    branch = branch or run_lookup.default_branch(session, project_id=project_row.id) or "main"
     by_key: dict[str, list[ChangePointView]] = defaultdict(list)
     for change in list_changes(
         session, project=project_row.name, branch=branch, metric=metric, status=None

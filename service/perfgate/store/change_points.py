@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 from perfgate.stats.changepoints import detect_change_points, segment_levels
 from perfgate.store import models
 from perfgate.store.models import utcnow
-from perfgate.store.repository import insert_ignoring_conflicts, table_of
+from perfgate.store.row_writes import insert_ignoring_conflicts, table_of
 
 # Runs of a branch one detection sees: 300 points cost about 4 ms per series, 500 cost 13 and
 # 2,000 about 120 (process time on the 2-core development machine).

@@ -17,7 +17,7 @@ from perfgate.document_json import same_json
 from perfgate.results import Benchmark, ResultsDocument, parse_document
 from perfgate.stats.summary import Summary, median_ci, summarize_value
 from perfgate.store import models
-from perfgate.store.repository import unpack_samples
+from perfgate.store.row_writes import unpack_samples
 
 
 def environment_overrides(shared: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from perfgate.errors import NotFoundError, UsageError
-from perfgate.store import models, repository
+from perfgate.store import models, row_writes
 from perfgate.store.models import utcnow
 
 SCOPES = ("upload", "read")
@@ -95,7 +95,7 @@ def create_token(
         raise UsageError("--project: a project name is required")
     token = generate_token()
     with sessions() as session, session.begin():
-        project_id = repository.ensure_project(session, name=project)
+        project_id = row_writes.ensure_project(session, name=project)
         row = models.Token(
             project_id=project_id,
             name=name,

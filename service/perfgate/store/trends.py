@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from perfgate.errors import InputError, NotFoundError
-from perfgate.store import models, queries
+from perfgate.store import models, run_lookup
 from perfgate.store.models import utcnow
 
 
@@ -206,7 +206,7 @@ def _series_ids(session: Session, *, project: str | None, key: str) -> tuple[int
         if found is not None:
             return found[0], found[1]
     # Not found (or no project named): say which of the two is missing.
-    project_row = queries.resolve_project(session, name=project)
+    project_row = run_lookup.resolve_project(session, name=project)
     bench = session.scalar(
         select(models.Benchmark.id).where(
             models.Benchmark.project_id == project_row.id, models.Benchmark.key == key
@@ -303,7 +303,7 @@ def list_changes(
     Read only: one indexed query of the `change_points` table, however many benchmarks the
     project has.
     """
-    project_row = queries.resolve_project(session, name=project)
+    project_row = run_lookup.resolve_project(session, name=project)
     return _views(session, project_id=project_row.id, branch=branch, status=status, metric=metric)
 
 

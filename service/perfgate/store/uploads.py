@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from perfgate.errors import ConflictError, DatabaseError, DocumentError
 from perfgate.gc_pause import gc_paused
 from perfgate.results import ResultsDocument
-from perfgate.store import bulk, models, repository
+from perfgate.store import bulk, models, row_writes
 from perfgate.store.change_points import refresh_changes
 from perfgate.store.documents import (
     INSTANCE_COLUMNS,
@@ -53,7 +53,7 @@ def _store(sessions: sessionmaker[Session], document: ResultsDocument) -> Upload
     content_hash = document.content_hash()
     try:
         with sessions() as session, session.begin():
-            existing = repository.get_run(session, run_id=document.run.id)
+            existing = row_writes.get_run(session, run_id=document.run.id)
             if existing is not None:
                 return _already_stored(document, existing, content_hash)
             outcome = _insert(session, document, content_hash)
@@ -63,7 +63,7 @@ def _store(sessions: sessionmaker[Session], document: ResultsDocument) -> Upload
     except IntegrityError:
         # Someone stored the same run id between our check and our insert: judge theirs.
         with sessions() as session:
-            existing = repository.get_run(session, run_id=document.run.id)
+            existing = row_writes.get_run(session, run_id=document.run.id)
         if existing is None:
             raise
         return _already_stored(document, existing, content_hash)
@@ -92,13 +92,13 @@ def _already_stored(
 
 
 def _insert(session: Session, document: ResultsDocument, content_hash: str) -> UploadOutcome:
-    project_id = repository.ensure_project(session, name=document.run.project)
-    environment = repository.ensure_environment(
+    project_id = row_writes.ensure_project(session, name=document.run.project)
+    environment = row_writes.ensure_environment(
         session,
         fingerprint=document.environment.fingerprint,
         data=document.environment.as_dict(),
     )
-    repository.add_run(
+    row_writes.add_run(
         session,
         run=run_row(
             document, project_id=project_id, environment=environment, content_hash=content_hash
@@ -108,7 +108,7 @@ def _insert(session: Session, document: ResultsDocument, content_hash: str) -> U
         session,
         project_id=project_id,
         specs=[
-            repository.BenchmarkSpec(key=b.key, name=b.name, params=b.params)
+            row_writes.BenchmarkSpec(key=b.key, name=b.name, params=b.params)
             for b in document.benchmarks
         ],
     )
@@ -128,7 +128,7 @@ def _insert(session: Session, document: ResultsDocument, content_hash: str) -> U
         ),
         (models.Op, OP_COLUMNS, op_rows(document, benchmark_ids=benchmark_ids)),
     ):
-        bulk.write_rows(session, table=repository.table_of(model), columns=columns, rows=rows)
+        bulk.write_rows(session, table=row_writes.table_of(model), columns=columns, rows=rows)
     return _outcome(document, created=True)
 
 

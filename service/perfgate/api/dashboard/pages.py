@@ -12,7 +12,7 @@ from fastapi.responses import RedirectResponse
 from sqlalchemy.orm import Session
 
 from perfgate.api.auth import TOKEN_COOKIE, authorize, identify, visible_projects
-from perfgate.api.dashboard import login, queries, runcompare, views
+from perfgate.api.dashboard import login, page_data, runcompare, views
 from perfgate.api.dashboard.headlines import Headline
 from perfgate.api.dashboard.render import (
     PageRoute,
@@ -25,10 +25,10 @@ from perfgate.api.dashboard.ticks import axis_ticks
 from perfgate.api.deps import SessionDep, SessionsDep
 from perfgate.errors import AuthenticationError, NotFoundError, PerfgateError
 from perfgate.report.units import format_change, format_value
-from perfgate.stats.compare import CompareSettings
 from perfgate.stats.model import Comparison
-from perfgate.store import comparisons, reads
-from perfgate.store.queries import default_branch
+from perfgate.stats.two_sample import CompareSettings
+from perfgate.store import catalog, compare_in_store
+from perfgate.store.run_lookup import default_branch
 from perfgate.store.trends import Series, load_series, set_change_status
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
@@ -39,9 +39,9 @@ PR_SCAN = 100
 PR_RUNS = 5
 
 
-def _project(request: Request, session: Session, name: str) -> reads.ProjectSummary:
+def _project(request: Request, session: Session, name: str) -> catalog.ProjectSummary:
     authorize(request, session, project=name, scope="read")
-    found = reads.list_projects(session, names=[name])
+    found = catalog.list_projects(session, names=[name])
     if not found:
         raise NotFoundError(f"project {name!r} is not in the store")
     return found[0]
@@ -50,7 +50,7 @@ def _project(request: Request, session: Session, name: str) -> reads.ProjectSumm
 @router.get("/", name="dashboard_projects")
 def projects_page(request: Request, session: SessionDep) -> Response:
     names = visible_projects(request, session)
-    projects = reads.list_projects(session, names=names)
+    projects = catalog.list_projects(session, names=names)
     root = root_path(request)
     return render(
         request,
@@ -75,14 +75,14 @@ def trend_page(
     summary = _project(request, session, project)
     if not key:
         raise NotFoundError("which benchmark? the trend page needs ?key=")
-    bench = reads.get_benchmark(session, project_id=summary.id, key=key)
-    metrics = queries.benchmark_metrics(session, benchmark_id=bench.id)
-    branches = queries.series_branches(session, benchmark_id=bench.id, metric=metric)
+    bench = catalog.get_benchmark(session, project_id=summary.id, key=key)
+    metrics = page_data.benchmark_metrics(session, benchmark_id=bench.id)
+    branches = page_data.series_branches(session, benchmark_id=bench.id, metric=metric)
     if not branch:
         preferred = default_branch(session, project_id=summary.id)
         branch = preferred if preferred in branches else (branches[0] if branches else "main")
     root = root_path(request)
-    pr_runs = _latest_per_pr(reads.list_runs(session, project_id=summary.id, limit=PR_SCAN))
+    pr_runs = _latest_per_pr(catalog.list_runs(session, project_id=summary.id, limit=PR_SCAN))
     here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     context: dict[str, Any] = {
         "project": project,
@@ -146,7 +146,7 @@ def _overlay(
     """A pull request's head run (`head`: its run id) to draw over the branch's trend."""
     if not head:
         return None
-    run = reads.get_run(session, run_id=head)
+    run = catalog.get_run(session, run_id=head)
     if run.project != project or not run.branch:
         raise NotFoundError(f"run {head!r} is not a run of {project!r} on a branch")
     try:
@@ -266,10 +266,10 @@ async def change_status_form(
 @router.get("/p/{project:path}/runs/{run_id}", name="dashboard_run")
 def run_page(request: Request, project: str, run_id: str, session: SessionDep) -> Response:
     summary = _project(request, session, project)
-    run = reads.get_run(session, run_id=run_id)
+    run = catalog.get_run(session, run_id=run_id)
     if run.project != project:
         raise NotFoundError(f"run {run_id!r} is not a run of {project!r}")
-    head = comparisons.resolve_side(session, project_id=summary.id, ref=run.commit)
+    head = compare_in_store.resolve_side(session, project_id=summary.id, ref=run.commit)
     base, note = runcompare.base_side(session, project_id=summary.id, run=run, head=head)
     comparison = runcompare.compare(session, base, head) if base is not None else None
     return render(
@@ -334,7 +334,7 @@ def compare_page(
     _project(request, session, project)  # 404 for an unknown project, 401 without access
     if not base or not head:
         raise NotFoundError("compare what? the comparison page needs ?base= and ?head=")
-    comparison = comparisons.compare_in_store(
+    comparison = compare_in_store.compare_in_store(
         session, base=base, head=head, project=project, settings=CompareSettings()
     )
     return render(
@@ -354,21 +354,23 @@ def project_page(
     metric: str = "time",
 ) -> Response:
     summary = _project(request, session, project)
-    branches = reads.list_branches(session, project_id=summary.id)
+    branches = catalog.list_branches(session, project_id=summary.id)
     if not branch:
         branch = default_branch(session, project_id=summary.id) or ""
-    rows: list[queries.BenchmarkRow] = []
+    rows: list[page_data.BenchmarkRow] = []
     if branch:
-        rows = queries.benchmark_rows(session, project_id=summary.id, branch=branch, metric=metric)
+        rows = page_data.benchmark_rows(
+            session, project_id=summary.id, branch=branch, metric=metric
+        )
     root = root_path(request)
     # Runs of every branch: a pull request's run is news whichever branch the page shows.
-    scanned = reads.list_runs(session, project_id=summary.id, limit=PR_SCAN)
+    scanned = catalog.list_runs(session, project_id=summary.id, limit=PR_SCAN)
     recent = scanned[:RECENT_RUNS]
     pr_runs = _latest_per_pr(scanned)[:PR_RUNS]
     headlines = _headlines(request, session, summary, [*pr_runs, *recent])
     shown = [_benchmark_row(root, project, branch, metric, row) for row in _triage_order(rows)]
 
-    def run_row(run: reads.RunSummary) -> dict[str, Any]:
+    def run_row(run: catalog.RunSummary) -> dict[str, Any]:
         return {
             "run": run,
             "url": views.run_path(root, project, run.id),
@@ -384,7 +386,7 @@ def project_page(
             "branch": branch,
             "branches": branches if branch in branches or not branch else [*branches, branch],
             "metric": metric,
-            "metrics": queries.branch_metrics(session, project_id=summary.id, branch=branch)
+            "metrics": page_data.branch_metrics(session, project_id=summary.id, branch=branch)
             or [metric],
             "rows": shown,
             "open_rows": [r for r in shown if r["open"]],
@@ -394,10 +396,10 @@ def project_page(
     )
 
 
-def _triage_order(rows: list[queries.BenchmarkRow]) -> list[queries.BenchmarkRow]:
+def _triage_order(rows: list[page_data.BenchmarkRow]) -> list[page_data.BenchmarkRow]:
     """Benchmarks with an open change point first, largest move first; then the rest by key."""
 
-    def key(row: queries.BenchmarkRow) -> tuple[int, float, str]:
+    def key(row: page_data.BenchmarkRow) -> tuple[int, float, str]:
         change = row.change
         if change is not None and change.status == "open":
             return (0, -abs(math.log(change.ratio)) if change.ratio > 0 else 0.0, row.key)
@@ -407,7 +409,7 @@ def _triage_order(rows: list[queries.BenchmarkRow]) -> list[queries.BenchmarkRow
 
 
 def _benchmark_row(
-    root: str, project: str, branch: str, metric: str, row: queries.BenchmarkRow
+    root: str, project: str, branch: str, metric: str, row: page_data.BenchmarkRow
 ) -> dict[str, Any]:
     change = row.change
     return {
@@ -422,7 +424,7 @@ def _benchmark_row(
     }
 
 
-def _latest_per_pr(runs: list[reads.RunSummary]) -> list[reads.RunSummary]:
+def _latest_per_pr(runs: list[catalog.RunSummary]) -> list[catalog.RunSummary]:
     """The newest run of each pull request, newest first (`runs` is newest first)."""
     seen: set[int] = set()
     latest = []
@@ -436,8 +438,8 @@ def _latest_per_pr(runs: list[reads.RunSummary]) -> list[reads.RunSummary]:
 def _headlines(
     request: Request,
     session: Session,
-    summary: reads.ProjectSummary,
-    runs: list[reads.RunSummary],
+    summary: catalog.ProjectSummary,
+    runs: list[catalog.RunSummary],
 ) -> dict[str, Headline]:
     """Each run's verdict counts against its base, as its run page compares it (remembered,
     see headlines.py)."""

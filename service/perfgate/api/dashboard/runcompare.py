@@ -12,25 +12,25 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from perfgate.api.dashboard import queries
+from perfgate.api.dashboard import page_data
 from perfgate.errors import NotFoundError, PerfgateError
 from perfgate.sides import Side, compare_sides
 from perfgate.stats.calibration import Calibration
-from perfgate.stats.compare import CompareSettings
 from perfgate.stats.model import Comparison
 from perfgate.stats.noise import PastRun
-from perfgate.store import comparisons, reads
-from perfgate.store.queries import default_branch
+from perfgate.stats.two_sample import CompareSettings
+from perfgate.store import catalog, compare_in_store
+from perfgate.store.run_lookup import default_branch
 
 
 def base_side(
-    session: Session, *, project_id: int, run: reads.RunSummary, head: Side
+    session: Session, *, project_id: int, run: catalog.RunSummary, head: Side
 ) -> tuple[Side | None, str | None]:
     """What a run is compared with: its recorded base commit, else the previous commit."""
     fallback = default_branch(session, project_id=project_id)
     if run.base_commit:
         try:
-            side = comparisons.resolve_side(
+            side = compare_in_store.resolve_side(
                 session,
                 project_id=project_id,
                 ref=run.base_commit,
@@ -42,7 +42,7 @@ def base_side(
         return side, None
     if not run.branch:
         return None, "this run names no branch and no base commit: nothing to compare it with"
-    previous = queries.previous_commit(
+    previous = page_data.previous_commit(
         session,
         project_id=project_id,
         branch=run.branch,
@@ -51,7 +51,7 @@ def base_side(
     )
     if previous is None:
         return None, f"no earlier commit on {run.branch} to compare this run with"
-    side = comparisons.resolve_side(session, project_id=project_id, ref=previous)
+    side = compare_in_store.resolve_side(session, project_id=project_id, ref=previous)
     side.label = side.label or f"previous commit on {run.branch}"
     return side, None
 
@@ -87,13 +87,13 @@ class Inputs:
 
 
 def inputs(session: Session, base: Side, head: Side) -> Inputs:
-    base = comparisons.require_documents(base, "base")
-    head = comparisons.require_documents(head, "head")
+    base = compare_in_store.require_documents(base, "base")
+    head = compare_in_store.require_documents(head, "head")
     return Inputs(
         base=base,
         head=head,
-        history=comparisons.history_for(session, base=base),
-        calibration=comparisons.calibration_for(session, base=base),
+        history=compare_in_store.history_for(session, base=base),
+        calibration=compare_in_store.calibration_for(session, base=base),
     )
 
 
@@ -101,10 +101,10 @@ def compare(session: Session, base: Side, head: Side) -> Comparison:
     return inputs(session, base, head).compare()
 
 
-def prepare(session: Session, project_id: int, run: reads.RunSummary) -> Inputs | str:
+def prepare(session: Session, project_id: int, run: catalog.RunSummary) -> Inputs | str:
     """A run's comparison inputs, or why it has none (a line for the run lists)."""
     try:
-        head = comparisons.resolve_side(session, project_id=project_id, ref=run.commit)
+        head = compare_in_store.resolve_side(session, project_id=project_id, ref=run.commit)
         base, note = base_side(session, project_id=project_id, run=run, head=head)
         if base is None:
             return note or "nothing to compare with"

@@ -11,7 +11,7 @@ from perfgate.api.deps import SessionDep, SessionsDep
 from perfgate.api.routes import errors
 from perfgate.api.routes.runs import ProjectQuery
 from perfgate.api.schemas import ChangePointOut, ChangesOut, ChangeStatus, ChangeUpdate
-from perfgate.store import reads
+from perfgate.store import catalog
 from perfgate.store.trends import list_changes as stored_changes
 from perfgate.store.trends import set_change_status
 
@@ -31,7 +31,7 @@ def list_changes(
     """Change points of one metric on a branch, oldest first. They are detected when runs are
     stored; this only reads them."""
     authorize(request, session, project=project, scope="read")
-    reads.get_project(session, name=project)
+    catalog.get_project(session, name=project)
     changes = stored_changes(session, project=project, branch=branch, metric=metric, status=status)
     return ChangesOut(change_points=[ChangePointOut.of(c) for c in changes])
 

@@ -23,9 +23,9 @@ from perfgate.api.schemas import (
     UtcTime,
 )
 from perfgate.json_text import finite
-from perfgate.report.comparison_json import comparison_to_json
-from perfgate.stats.compare import CompareSettings
-from perfgate.store import comparisons, reads
+from perfgate.report.comparison_document import comparison_to_json
+from perfgate.stats.two_sample import CompareSettings
+from perfgate.store import catalog, compare_in_store
 from perfgate.store.trends import Series, load_series, series_version
 
 router = APIRouter(prefix="/api/v1", tags=["reads"])
@@ -36,7 +36,7 @@ def list_projects(*, request: Request, session: SessionDep) -> ProjectsOut:
     """The projects the caller may read (all of them on a public-read server), by name."""
     names = visible_projects(request, session)
     return ProjectsOut(
-        projects=[ProjectOut.of(p) for p in reads.list_projects(session, names=names)]
+        projects=[ProjectOut.of(p) for p in catalog.list_projects(session, names=names)]
     )
 
 
@@ -46,11 +46,11 @@ def list_benchmarks(
 ) -> BenchmarksOut:
     """Every benchmark instance of a project, by key."""
     authorize(request, session, project=project, scope="read")
-    project_row = reads.get_project(session, name=project)
+    project_row = catalog.get_project(session, name=project)
     return BenchmarksOut(
         project=project,
         benchmarks=[
-            BenchmarkOut.of(b) for b in reads.list_benchmarks(session, project_id=project_row.id)
+            BenchmarkOut.of(b) for b in catalog.list_benchmarks(session, project_id=project_row.id)
         ],
     )
 
@@ -124,8 +124,8 @@ def compare(
     Runs of one commit are pooled; earlier runs of the base branch give the history noise model.
     """
     authorize(request, session, project=project, scope="read")
-    reads.get_project(session, name=project)  # 404 for a project the store does not have
-    comparison = comparisons.compare_in_store(
+    catalog.get_project(session, name=project)  # 404 for a project the store does not have
+    comparison = compare_in_store.compare_in_store(
         session,
         base=base,
         head=head,

@@ -13,7 +13,7 @@ from perfgate.api.routes import errors
 from perfgate.api.schemas import RunCreated, RunOut, RunsOut, UtcTime
 from perfgate.errors import NotFoundError, PermissionDeniedError
 from perfgate.results import ResultsDocument, parse_document_bytes
-from perfgate.store import reads
+from perfgate.store import catalog
 from perfgate.store.documents import rebuild_document
 from perfgate.store.tokens import Grant
 from perfgate.store.uploads import store_document
@@ -97,8 +97,8 @@ def list_runs(
 ) -> RunsOut:
     """Runs of a project, newest first."""
     authorize(request, session, project=project, scope="read")
-    project_row = reads.get_project(session, name=project)
-    runs = reads.list_runs(
+    project_row = catalog.get_project(session, name=project)
+    runs = catalog.list_runs(
         session,
         project_id=project_row.id,
         commit=commit,
@@ -139,11 +139,11 @@ def get_run_document(*, request: Request, session: SessionDep, run_id: RunIdPath
     return document.to_json_dict()
 
 
-def _readable_run(request: Request, session: SessionDep, run_id: str) -> reads.RunSummary:
+def _readable_run(request: Request, session: SessionDep, run_id: str) -> catalog.RunSummary:
     # Identify the caller before looking the run up, so an anonymous caller learns nothing; a
     # run of another project is answered as a missing one.
     grant = authorize(request, session, project=None, scope="read")
-    run = reads.get_run(session, run_id=run_id)
+    run = catalog.get_run(session, run_id=run_id)
     require_owner(
         request,
         grant,

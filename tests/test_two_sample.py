@@ -11,7 +11,8 @@ from scipy import stats as scipy_stats
 
 from perfgate.results import Op, parse_document
 from perfgate.stats.attribution import attribute
-from perfgate.stats.compare import (
+from perfgate.stats.compare_documents import compare_documents, sides_alternated
+from perfgate.stats.two_sample import (
     CompareSettings,
     decide_exact,
     decide_single_value,
@@ -19,7 +20,6 @@ from perfgate.stats.compare import (
     median_halfwidth,
     min_two_sided_p,
 )
-from perfgate.stats.comparison import compare_documents, sides_alternated
 from synthetic import synthetic_document
 
 

@@ -18,7 +18,19 @@ from perfgate.results import Op, ResultsDocument
 from perfgate.stats import noise, noise_model
 from perfgate.stats.attribution import attribute
 from perfgate.stats.calibration import Calibration
-from perfgate.stats.compare import (
+from perfgate.stats.model import (
+    POSSIBLE_REGRESSION,
+    CommonFinding,
+    Comparison,
+    Flag,
+    MetricResult,
+    OpDelta,
+    SideInfo,
+    SideSummary,
+    Verdict,
+)
+from perfgate.stats.noise_model import NoiseFloor
+from perfgate.stats.two_sample import (
     CompareSettings,
     SampledEstimate,
     decide_exact,
@@ -32,18 +44,6 @@ from perfgate.stats.compare import (
     summarize_side,
     without_round_factors,
 )
-from perfgate.stats.model import (
-    POSSIBLE_REGRESSION,
-    CommonFinding,
-    Comparison,
-    Flag,
-    MetricResult,
-    OpDelta,
-    SideInfo,
-    SideSummary,
-    Verdict,
-)
-from perfgate.stats.noise_model import NoiseFloor
 
 DETERMINISTIC_METHODS = {"cuda_allocator"}
 # Peak RSS is counted in pages and per-thread batches: below this, a difference is no change.

@@ -22,17 +22,17 @@ from perfgate.errors import NoBaselineError, NotFoundError
 from perfgate.results import ResultsDocument
 from perfgate.sides import Side, compare_sides
 from perfgate.stats.calibration import Calibration
-from perfgate.stats.compare import CompareSettings
 from perfgate.stats.model import Comparison
 from perfgate.stats.noise import PastRun
-from perfgate.store import queries
+from perfgate.stats.two_sample import CompareSettings
+from perfgate.store import run_lookup
 from perfgate.store.calibrations import latest_calibration
 from perfgate.store.documents import rebuild_document
 
 _COMMITISH = re.compile(r"^[0-9a-fA-F]{4,64}$")
 
 
-def _rebuild(session: Session, refs: list[queries.RunRef]) -> list[ResultsDocument]:
+def _rebuild(session: Session, refs: list[run_lookup.RunRef]) -> list[ResultsDocument]:
     documents = []
     for ref in refs:
         document = rebuild_document(session, run_id=ref.id)
@@ -51,15 +51,17 @@ def resolve_side(
 ) -> Side:
     """The runs `ref` names: a commit (or unique prefix), else a branch's newest commit."""
     if _COMMITISH.match(ref):
-        runs = queries.runs_for_commit(session, project_id=project_id, commit=ref)
+        runs = run_lookup.runs_for_commit(session, project_id=project_id, commit=ref)
         if runs:
             return Side(documents=_rebuild(session, runs))
-    if queries.branch_exists(session, project_id=project_id, branch=ref):
-        runs = queries.latest_commit_runs(session, project_id=project_id, branch=ref, before=before)
+    if run_lookup.branch_exists(session, project_id=project_id, branch=ref):
+        runs = run_lookup.latest_commit_runs(
+            session, project_id=project_id, branch=ref, before=before
+        )
         if runs:
             return Side(documents=_rebuild(session, runs), label=f"latest on {ref}")
     if fallback_branch and _COMMITISH.match(ref):
-        runs = queries.latest_commit_runs(
+        runs = run_lookup.latest_commit_runs(
             session, project_id=project_id, branch=fallback_branch, before=before
         )
         if runs:
@@ -87,10 +89,10 @@ def history_for(session: Session, *, base: Side) -> list[PastRun]:
     if not first.run.branch:
         return []
     try:
-        project = queries.resolve_project(session, name=first.run.project)
+        project = run_lookup.resolve_project(session, name=first.run.project)
     except NotFoundError:
         return []  # a project the store has never seen has no history
-    return queries.history_medians(
+    return run_lookup.history_medians(
         session,
         project_id=project.id,
         branch=first.run.branch,
@@ -104,7 +106,7 @@ def calibration_for(session: Session, *, base: Side) -> Calibration | None:
     """The newest calibration record of the base's project and runner class, if any."""
     first = base.documents[0]
     try:
-        project = queries.resolve_project(session, name=first.run.project)
+        project = run_lookup.resolve_project(session, name=first.run.project)
     except NotFoundError:
         return None
     return latest_calibration(
@@ -113,7 +115,7 @@ def calibration_for(session: Session, *, base: Side) -> Calibration | None:
 
 
 def project_id_for(session: Session, *, name: str | None) -> int:
-    return queries.resolve_project(session, name=name).id
+    return run_lookup.resolve_project(session, name=name).id
 
 
 def resolve_base(
@@ -165,7 +167,7 @@ def resolve_sides(
     prefix or a branch) or a side already loaded from files.
 
     A base commit without runs falls back to the nearest earlier run of `base_branch` before the
-    head (default: the project's main branch, `queries.default_branch`); when nothing stands in
+    head (default: the project's main branch, `run_lookup.default_branch`); when nothing stands in
     for it, NoBaselineError (exit 4).
     """
     if isinstance(head, Side):
@@ -214,4 +216,4 @@ def _default_branch_of(session: Session, project: str) -> str | None:
         project_id = project_id_for(session, name=project)
     except NotFoundError:
         return None
-    return queries.default_branch(session, project_id=project_id)
+    return run_lookup.default_branch(session, project_id=project_id)

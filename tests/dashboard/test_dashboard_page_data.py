@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from dashhelpers import SHIFT_AT, SHIFTED_KEY, commit_of, feature_document, main_document
 
-from perfgate.api.dashboard import queries
+from perfgate.api.dashboard import page_data
 from perfgate.results import parse_document
-from perfgate.store import queries as store_queries
-from perfgate.store import reads
+from perfgate.store import catalog, run_lookup
 from perfgate.store.connect import Store
 from perfgate.store.trends import load_series
 from perfgate.store.uploads import store_document
@@ -19,11 +18,11 @@ def test_branch_rows_show_the_change_points_the_trend_shows(store: Store) -> Non
         store_document(store.sessions, parse_document(main_document(i)))
     store_document(store.sessions, parse_document(feature_document(0)))
     with store.sessions() as session:
-        project_id = reads.get_project(session, name="acme/models").id
-        assert store_queries.default_branch(session, project_id=project_id) == "main"
+        project_id = catalog.get_project(session, name="acme/models").id
+        assert run_lookup.default_branch(session, project_id=project_id) == "main"
         rows = {
             r.key: r
-            for r in queries.benchmark_rows(
+            for r in page_data.benchmark_rows(
                 session, project_id=project_id, branch="main", metric="time", window=12
             )
         }

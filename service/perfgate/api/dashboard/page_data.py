@@ -13,7 +13,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from perfgate.store import models, reads
+from perfgate.store import catalog, models
 
 SPARKLINE_POINTS = 30
 
@@ -110,7 +110,7 @@ def benchmark_rows(
     session: Session, *, project_id: int, branch: str, metric: str, window: int = SPARKLINE_POINTS
 ) -> list[BenchmarkRow]:
     """Every benchmark of a project with its recent medians and latest change on `branch`."""
-    benchmarks = reads.list_benchmarks(session, project_id=project_id)
+    benchmarks = catalog.list_benchmarks(session, project_id=project_id)
     recent_runs = list(
         session.scalars(
             select(models.Run.id)
