@@ -281,6 +281,8 @@ def compare_documents(
     shift = noise_model.unexplained_shift(differences, floors, machine)
     if shift is not None:
         floors = {k: noise_model.with_shared_shift(f, shift) for k, f in floors.items()}
+    elif (bounded := noise_model.bounded_by_observed_shift(differences, floors)) is not None:
+        floors = bounded
     default_floor = _default_floor(floors, machine.var * shape.weights(1.0)[1])
 
     results: list[MetricResult] = []

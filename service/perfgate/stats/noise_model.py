@@ -70,6 +70,13 @@ class NoiseFloor:
     #: (`unexplained_shift`): it is in `var` and `machine_var` as the machine's, for this
     #: comparison.
     shared_shift: float | None = None
+    #: The assumed machine share was replaced by what this comparison's benchmarks show the
+    #: machine did between the sides (`bounded_by_observed_shift`).
+    machine_observed: bool = False
+    #: The degrees of freedom of the benchmark's own part of `var` (process noise and drift),
+    #: and the tail weight `df` is capped at: `bounded_by_observed_shift` recombines them.
+    relative_df: float = math.inf
+    tail_df: float = math.inf
 
     @property
     def scale2(self) -> float:
@@ -85,6 +92,11 @@ class NoiseFloor:
                     f" (every benchmark moved {expm1_or_inf(self.shared_shift):+.1%} together, "
                     "beyond the machine's learnt spread: a machine event or a change of the "
                     "whole suite, which one side's run cannot tell apart)"
+                )
+            elif self.machine_observed:
+                text += (
+                    " (what the suite's shared shift allows: no history or calibration of this"
+                    " runner)"
                 )
             elif self.machine_assumed:
                 text += " (assumed: no history or calibration of this runner)"
@@ -304,6 +316,8 @@ def build(
             if key in baselines or shape.alternated
             else _alone_because(history.current.get((key, "time"))),
             machine_assumed=machine_assumed,
+            relative_df=process.df,
+            tail_df=tail,
         )
     return floors, machine
 
@@ -432,6 +446,57 @@ def unexplained_shift(
         if abs(value - shift) > limit:
             return None
     return shift
+
+
+def bounded_by_observed_shift(
+    differences: Mapping[str, float], floors: Mapping[str, NoiseFloor]
+) -> dict[str, NoiseFloor] | None:
+    """Floors whose assumed machine share is bounded by what this comparison shows the machine
+    did between the sides; None where the rule does not apply.
+
+    With the sides one after the other and nothing learnt about the runner (no history, no
+    calibration), the machine's share is the documented default: an assumed job-to-job spread
+    with few degrees of freedom, which costs most of the power of three sequential rounds on a
+    runner that barely drifts. The comparison itself shows the machine's shift between its two
+    jobs: it moved every benchmark by the same amount m, so the median benchmark's change c
+    estimates m with the median's own variance s² (as long as fewer than half the benchmarks
+    changed; where more did, c holds their change, and c² only widens further). m is then
+    known to about c ± s, and its contribution to an unchanged benchmark's difference is at most
+    c² + s² in mean square: that replaces the default where it is smaller. Nothing is
+    subtracted (an unchanged benchmark is still judged on its own change, with the shift's
+    square in its variance), and the suite's finding keeps the default (`_common_finding`), so
+    a change of most of the suite still fails the gate.
+    """
+    keys = [k for k in differences if k in floors]
+    if len(keys) < noise.MIN_BENCHMARKS_FOR_COMMON:
+        return None
+    if not all(floors[k].machine_assumed and floors[k].shared_shift is None for k in keys):
+        return None
+    shift = float(np.median([differences[k] for k in keys]))
+    relative = [max(floors[k].var - floors[k].machine_var, 0.0) for k in keys]
+    spread = math.pi / 2 * float(np.median(relative)) / len(keys)
+    observed = shift**2 + spread
+    # The bound's uncertainty is the median's spread, estimated from the benchmarks' own
+    # variances: it has their typical degrees of freedom (the shift itself is observed).
+    observed_df = float(np.median([floors[k].relative_df for k in keys]))
+    bounded: dict[str, NoiseFloor] = {}
+    for key, floor in floors.items():
+        if observed >= floor.machine_var:
+            bounded[key] = floor
+            continue
+        own = max(floor.var - floor.machine_var, 0.0)
+        total = own + observed
+        weight = own**2 / max(floor.relative_df, 1.0) + observed**2 / max(observed_df, 1.0)
+        df = total**2 / weight if weight > 0 else floor.relative_df
+        bounded[key] = replace(
+            floor,
+            var=total,
+            df=min(df, floor.tail_df),
+            tail_factor=tail_factor(floor.tail_df) if floor.tail_df < df else 1.0,
+            machine_var=observed,
+            machine_observed=True,
+        )
+    return bounded
 
 
 def with_shared_shift(floor: NoiseFloor, shift: float) -> NoiseFloor:
