@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import copy
 import json
+from html import escape as escape_html
 from typing import Any
 
 import pytest
+from markdown_it import MarkdownIt
 from rich.console import Console
 
 from perfgate.allocation_note import (
@@ -21,7 +23,7 @@ from perfgate.errors import DocumentError
 from perfgate.report.comparison_document import comparison_from_json, comparison_to_json
 from perfgate.report.markdown import render_markdown
 from perfgate.report.terminal import render_terminal
-from perfgate.results import parse_document
+from perfgate.results import Op, parse_document
 from perfgate.stats.attribution import attribute_allocations
 from perfgate.stats.compare_documents import compare_documents
 from perfgate.stats.model import Comparison, MetricResult, OpBytesDelta
@@ -99,6 +101,19 @@ def test_ops_order_by_the_size_of_their_move_either_way_and_unknown_bytes_are_sk
     # e is unknown in base (its list stops at 7 bytes): skipped rather than read as new.
     assert [(d.op, d.delta_bytes) for d in moved] == [("b", 100), ("a", -80), ("d", -7)]
     assert all(d.base_count is None and d.head_count is None for d in moved)
+
+
+def test_calls_come_from_the_profiles_when_both_sides_have_one_and_either_lists_the_op() -> None:
+    base = AllocationsByOp(by_op={"aten::mm": 64, OUTSIDE_OPS: 4})
+    head = AllocationsByOp(by_op={"aten::mm": 128, "aten::clone": 64, "my_range": 8})
+    ops = [Op(op="aten::mm", count=1), Op(op="aten::clone", count=2)]
+    moved = attribute_allocations(base, head, base_ops=ops[:1], head_ops=ops)
+    assert [(d.op, d.base_count, d.head_count) for d in moved] == [
+        ("aten::clone", 0.0, 2.0),
+        ("aten::mm", 1.0, 1.0),
+        ("my_range", None, None),
+        (OUTSIDE_OPS, None, None),
+    ]
 
 
 # --- the comparison --------------------------------------------------------------------------
@@ -335,3 +350,25 @@ def test_a_bad_allocating_op_is_named(
     message = str(caught.value)
     assert message.startswith(f"c.json: results[{index}].allocation_attribution[0].{field}:")
     assert says in message
+
+
+def test_a_hostile_allocating_op_renders_inert() -> None:
+    hostile = "aten::``x`` </details><img src=x onerror=alert(1)> @octocat |"
+    base = layer_norm_document(planted=False, seed=1)
+    head = layer_norm_document(planted=True, seed=2)
+    head["benchmarks"][0]["metrics"]["allocated_bytes"]["note"] = _note(
+        {"aten::layer_norm": NORM, hostile: INPUT}
+    )
+    comparison = compare_documents([parse_document(base)], [parse_document(head)])
+    assert _result(comparison, "allocated_bytes").allocation_attribution[0].op == hostile
+    html = (
+        MarkdownIt("commonmark", {"html": True}).enable("table").render(render_markdown(comparison))
+    )
+    assert "<img" not in html
+    assert html.count("</details>") == 1  # the folded other results' own
+    # Two bullets and the table (outside a table the escaped `|` shows as `\\|`: still inert).
+    assert html.count(f"<code>{escape_html(hostile.removesuffix('|'))}") == 3
+    assert "(0 calls)" not in html  # no profile lists the op: its calls are unknown
+    console = Console(record=True, width=400, color_system=None)
+    render_terminal(comparison, console)
+    assert f"allocated by {hostile} +1.5 MiB" in console.export_text()

@@ -67,25 +67,32 @@ def attribute_allocations(
 
     The bytes are exact, so any difference is a move. An op that one side's note leaves out
     because it lists only the largest ones has unknown bytes there and is skipped rather than
-    counted as 0. Calls per call come from the profiles when both sides have one.
+    counted as 0. Calls per call come from the profiles when both sides have one and either
+    lists the op (`(outside ops)`, or a range the profile does not list, has none).
     """
-    counts = None
-    if base_ops is not None and head_ops is not None:
-        counts = ({op.op: op.count for op in base_ops}, {op.op: op.count for op in head_ops})
+    base_counts = {op.op: op.count for op in base_ops} if base_ops is not None else None
+    head_counts = {op.op: op.count for op in head_ops} if head_ops is not None else None
     deltas = []
     for name in sorted(base.by_op.keys() | head.by_op.keys()):
         base_bytes, head_bytes = base.bytes_of(name), head.bytes_of(name)
         if base_bytes is None or head_bytes is None or base_bytes == head_bytes:
             continue
-        with_counts = counts is not None and name != OUTSIDE_OPS
+        base_count = head_count = None
+        if (
+            base_counts is not None
+            and head_counts is not None
+            and name != OUTSIDE_OPS
+            and (name in base_counts or name in head_counts)
+        ):
+            base_count, head_count = base_counts.get(name, 0.0), head_counts.get(name, 0.0)
         deltas.append(
             OpBytesDelta(
                 op=name,
                 base_bytes=base_bytes,
                 head_bytes=head_bytes,
                 delta_bytes=head_bytes - base_bytes,
-                base_count=counts[0].get(name, 0.0) if with_counts and counts else None,
-                head_count=counts[1].get(name, 0.0) if with_counts and counts else None,
+                base_count=base_count,
+                head_count=head_count,
             )
         )
     deltas.sort(key=lambda d: abs(d.delta_bytes), reverse=True)
