@@ -20,6 +20,7 @@ from perfgate.allocation_note import (
     parse_allocation_note,
 )
 from perfgate.errors import DocumentError
+from perfgate.report.checks import regression_annotations
 from perfgate.report.comparison_document import comparison_from_json, comparison_to_json
 from perfgate.report.markdown import render_markdown
 from perfgate.report.terminal import render_terminal
@@ -299,6 +300,15 @@ def test_the_terminal_names_the_clone_in_the_memory_rows(planted: Comparison) ->
         "1",
         "calls",
     ]
+
+
+def test_the_actions_annotation_names_the_clone(planted: Comparison) -> None:
+    notes = {n.title: n.message for n in regression_annotations(planted)}
+    message = notes[f"perfgate: {KEY} allocated_bytes regressed"]
+    assert message.endswith(
+        f"changed from {NORM:,} to {NORM + INPUT:,}; allocated by aten::clone +1.5 MiB "
+        "(0 → 1 calls)"
+    )
 
 
 # --- comparison@1 ----------------------------------------------------------------------------
