@@ -23,6 +23,7 @@ FRAMEWORKS = {
 PURE = [
     "sides.py",
     "results.py",
+    "allocation_note.py",
     "document_json.py",
     "json_text.py",
     "gc_pause.py",

@@ -17,15 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from perfgate.allocation_note import OUTSIDE_OPS, format_allocation_note
 from perfgate.harness.sampling import gc_paused
 
 #: The harness marks each measured call with this range, so its memory events can be told apart.
 CALL_MARK = "perfgate::call"
 MEMORY_EVENT = "[memory]"
-#: Allocations made between the call's ops (none in practice: tensors come from aten ops).
-OUTSIDE_OPS = "(outside ops)"
-#: Ops listed in a metric's note, largest first.
-NOTE_OPS = 8
 
 
 @dataclass(frozen=True)
@@ -41,14 +38,9 @@ class Allocations:
     method: str = "cpu_profiler"
 
     def note(self) -> str | None:
-        """The allocating ops, largest first, as the metric's note (`  <bytes> B <op>` lines)."""
-        if not self.by_op:
-            return None
-        ranked = sorted(self.by_op.items(), key=lambda item: (-item[1], item[0]))
-        lines = [f"  {size} B {op}" for op, size in ranked[:NOTE_OPS]]
-        if len(ranked) > NOTE_OPS:
-            lines.append(f"  ... {len(ranked) - NOTE_OPS} more ops")
-        return "\n".join(["allocated per call by op:", *lines])
+        """The allocating ops, largest first, as the metric's note (`perfgate.allocation_note`),
+        which the comparator reads back to name the ops behind a memory regression."""
+        return format_allocation_note(self.by_op)
 
 
 class Span(NamedTuple):

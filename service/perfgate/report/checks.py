@@ -9,6 +9,7 @@ from perfgate.report.gate import fails as gate_fails
 from perfgate.report.units import format_change, format_ci, format_value
 from perfgate.report.verdicts import (
     affected_list,
+    allocating_ops_phrase,
     raw_change,
     raw_ci,
     severity_order,
@@ -123,6 +124,7 @@ def _annotation(result: MetricResult, title: str) -> Annotation:
     base = format_value(result.base.median, result.unit) if result.base else "—"
     head = format_value(result.head.median, result.unit) if result.head else "—"
     ci = raw_ci(result)
+    ops = allocating_ops_phrase(result)
     return Annotation(
         title=f"perfgate: {result.key} {result.metric} {title}",
         message=(
@@ -130,6 +132,7 @@ def _annotation(result: MetricResult, title: str) -> Annotation:
             f"({format_change(raw_change(result))}"
             + (f", 95% CI {format_ci(ci)}" if ci else "")
             + f"). {result.reason}"
+            + (f"; {ops}" if ops else "")
         ),
     )
 

@@ -12,11 +12,12 @@ from collections import Counter
 from dataclasses import dataclass
 
 from perfgate.report.trend import mermaid_chart, result_sparkline, trend_page_url
-from perfgate.report.units import format_change, format_ci, format_value
+from perfgate.report.units import format_bytes_change, format_change, format_ci, format_value
 from perfgate.report.untrusted import code_span, plain_text
 from perfgate.report.verdicts import (
     ICONS,
     affected_list,
+    allocating_ops_phrase,
     levels_note,
     pooled_history_runs,
     raw_change,
@@ -211,20 +212,24 @@ def changes_table(
     return _fitted_table(changed, links=links, branch=branch, budget=budget, what="changes")
 
 
+def _calls_cell(base_count: float | None, head_count: float | None) -> str:
+    """`0 → 1`, `2`, or `—` without counts."""
+    if base_count is None or head_count is None:
+        return "—"
+    if base_count != head_count:
+        return f"{base_count:g} → {head_count:g}"
+    return f"{head_count:g}"
+
+
 def _ops(result: MetricResult) -> list[str]:
     lines = [
         "| op | base µs/call | head µs/call | Δ µs | calls |",
         "|---|---:|---:|---:|---:|",
     ]
     for delta in result.attribution[:TOP_OPS_SHOWN]:
-        calls = (
-            f"{delta.base_count:g} → {delta.head_count:g}"
-            if delta.base_count != delta.head_count
-            else f"{delta.head_count:g}"
-        )
         lines.append(
             f"| {code_span(delta.op)} | {delta.base_us:.1f} | {delta.head_us:.1f} | "
-            f"{delta.delta_us:+.1f} | {calls} |"
+            f"{delta.delta_us:+.1f} | {_calls_cell(delta.base_count, delta.head_count)} |"
         )
     more = len(result.attribution) - TOP_OPS_SHOWN
     if more > 0:
@@ -232,10 +237,30 @@ def _ops(result: MetricResult) -> list[str]:
     return lines
 
 
+def _allocating_ops(result: MetricResult) -> list[str]:
+    """The ops behind a memory change, with their exact bytes allocated per call."""
+    lines = [
+        "| op | base B/call | head B/call | Δ | calls |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for delta in result.allocation_attribution[:TOP_OPS_SHOWN]:
+        lines.append(
+            f"| {code_span(delta.op)} | {delta.base_bytes:,} | {delta.head_bytes:,} | "
+            f"{format_bytes_change(delta.delta_bytes)} | "
+            f"{_calls_cell(delta.base_count, delta.head_count)} |"
+        )
+    more = len(result.allocation_attribution) - TOP_OPS_SHOWN
+    if more > 0:
+        lines += ["", f"_{more} more ops moved less._"]
+    return lines
+
+
 def _evidence(result: MetricResult) -> str:
-    """`+60.9% (95% CI +56.8% … +64.8%), beyond the 3.0% threshold (q=1e-08); noise ±0.4% …`"""
+    """`+60.9% (95% CI +56.8% … +64.8%), beyond the 3.0% threshold (q=1e-08); noise ±0.4% …`;
+    a memory change names its allocating ops: `…; allocated by `aten::clone` +1.5 MiB …`."""
     if result.ci is None:
-        return plain_text(result.reason)
+        ops = allocating_ops_phrase(result, name=code_span)
+        return f"{plain_text(result.reason)}; {ops}" if ops else plain_text(result.reason)
     text = (
         f"{format_change(raw_change(result))} (95% CI {format_ci(raw_ci(result))}), "
         f"{plain_text(short_reason(result))}"
@@ -274,6 +299,15 @@ def _benchmark_section(results: list[MetricResult], branch: str | None) -> list[
     attributed = next((r for r in results if r.attribution), None)
     if attributed is not None:
         lines += ["Ops that moved most (self time per call):", "", *_ops(attributed), ""]
+    # allocated_bytes and peak_allocated_bytes name the same ops: one table for both.
+    allocating = next((r for r in results if r.allocation_attribution), None)
+    if allocating is not None:
+        lines += [
+            "Ops whose allocations moved (bytes allocated per call):",
+            "",
+            *_allocating_ops(allocating),
+            "",
+        ]
     return lines + _chart(results, branch)
 
 

@@ -19,6 +19,7 @@ from perfgate.stats.model import (
     CommonFinding,
     Comparison,
     MetricResult,
+    OpBytesDelta,
     OpDelta,
     SideInfo,
     SideSummary,
@@ -82,6 +83,19 @@ def result_to_json(result: MetricResult) -> dict[str, Any]:
     if result.baseline_runs:
         # Optional: history runs pooled with the base side into the baseline of `ratio`.
         data["baseline_runs"] = result.baseline_runs
+    if result.allocation_attribution:
+        # Optional: a memory metric's allocating ops whose bytes per call moved.
+        data["allocation_attribution"] = [
+            {
+                "op": d.op,
+                "base_bytes": d.base_bytes,
+                "head_bytes": d.head_bytes,
+                "delta_bytes": d.delta_bytes,
+                "base_count": d.base_count,
+                "head_count": d.head_count,
+            }
+            for d in result.allocation_attribution
+        ]
     return data
 
 
@@ -187,4 +201,15 @@ def _result_from(result: ResultModel) -> MetricResult:
         flag=result.flag,
         levels=tuple(result.levels),
         baseline_runs=result.baseline_runs,
+        allocation_attribution=[
+            OpBytesDelta(
+                op=d.op,
+                base_bytes=d.base_bytes,
+                head_bytes=d.head_bytes,
+                delta_bytes=d.delta_bytes,
+                base_count=d.base_count,
+                head_count=d.head_count,
+            )
+            for d in result.allocation_attribution
+        ],
     )

@@ -77,6 +77,26 @@ class OpDeltaModel(_Model):
     head_count: Number
 
 
+def _signed_whole(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PydanticCustomError(
+            "not_an_integer", "must be a whole number, got {got}", {"got": repr(value)}
+        )
+    return value
+
+
+SignedCount = Annotated[int, BeforeValidator(_signed_whole)]
+
+
+class OpBytesDeltaModel(_Model):
+    op: str
+    base_bytes: Count
+    head_bytes: Count
+    delta_bytes: SignedCount
+    base_count: Number | None = None
+    head_count: Number | None = None
+
+
 class ResultModel(_Model):
     key: str
     benchmark: str
@@ -101,6 +121,7 @@ class ResultModel(_Model):
     history: list[Number] = Field(default_factory=list)
     levels: list[Number] = Field(default_factory=list)
     baseline_runs: Count = 0
+    allocation_attribution: list[OpBytesDeltaModel] = Field(default_factory=list)
 
 
 class CommonModel(_Model):

@@ -8,10 +8,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from perfgate.report.comment_parts import TOP_OPS_SHOWN
-from perfgate.report.units import format_change, format_ci, format_value
+from perfgate.report.units import format_bytes_change, format_change, format_ci, format_value
 from perfgate.report.untrusted import one_line
 from perfgate.report.verdicts import (
     affected_list,
+    allocating_ops_phrase,
+    calls_phrase,
     headline,
     levels_note,
     raw_change,
@@ -41,8 +43,14 @@ def _verdict(result: MetricResult) -> str:
 
 
 def _reason(result: MetricResult) -> str:
-    note = levels_note(result)
-    return escape(f"{result.reason} · {note}" if note else result.reason)
+    """The reason, with what else the row must say: speed levels, or a memory change's
+    allocating ops (`allocated by aten::clone +1.5 MiB (0 → 1 calls)`)."""
+    notes = [n for n in (levels_note(result), _allocating(result)) if n]
+    return escape(" · ".join([result.reason, *notes]))
+
+
+def _allocating(result: MetricResult) -> str | None:
+    return allocating_ops_phrase(result, shown=1, name=one_line)
 
 
 def render_terminal(
@@ -92,6 +100,24 @@ def render_terminal(
             console.print(
                 f"  {escape(delta.op):40s} {delta.base_us:10.1f} → {delta.head_us:10.1f} µs/call "
                 f"({delta.delta_us:+.1f}), calls {delta.base_count:g} → {delta.head_count:g}",
+                highlight=False,
+            )
+    # allocated_bytes and peak_allocated_bytes name the same ops: one list per benchmark.
+    allocating: dict[str, list[MetricResult]] = {}
+    for result in comparison.regressions():
+        if result.allocation_attribution:
+            allocating.setdefault(result.key, []).append(result)
+    for key, results in allocating.items():
+        metrics = ", ".join(r.metric for r in results)
+        console.print(
+            f"\n[bold]ops behind {escape(key)} {escape(metrics)}[/bold] (bytes allocated per call)"
+        )
+        for moved in results[0].allocation_attribution[:TOP_OPS_SHOWN]:
+            calls = calls_phrase(moved.base_count, moved.head_count)
+            console.print(
+                f"  {escape(one_line(moved.op)):40s} {moved.base_bytes:>14,} → "
+                f"{moved.head_bytes:>14,} B ({format_bytes_change(moved.delta_bytes)})"
+                + (f", {calls}" if calls else ""),
                 highlight=False,
             )
     for warning in comparison.warnings:

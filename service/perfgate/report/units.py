@@ -38,6 +38,11 @@ def format_value(value: float | None, unit: str) -> str:
     return f"{value:.4g}" + (f" {unit}" if unit else "")
 
 
+def format_bytes_change(delta: int) -> str:
+    """A signed byte difference: 1572864 -> `+1.5 MiB`, -512 -> `-512 B`, 0 -> `0 B`."""
+    return ("+" if delta > 0 else "") + format_value(delta, "B")
+
+
 def format_change(ratio: float | None) -> str:
     """A ratio as a signed percentage: 1.119 -> +11.9%."""
     if ratio is None or math.isnan(ratio) or math.isinf(ratio):

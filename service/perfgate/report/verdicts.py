@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Callable, Iterable
 
-from perfgate.report.units import format_change
+from perfgate.report.units import format_bytes_change, format_change
 from perfgate.stats.model import (
     POSSIBLE_REGRESSION,
     VERDICTS,
@@ -19,6 +19,7 @@ from perfgate.stats.model import (
     Comparison,
     Flag,
     MetricResult,
+    OpBytesDelta,
     SideInfo,
 )
 
@@ -47,6 +48,8 @@ FLAG_WORDS: dict[Flag, str] = {POSSIBLE_REGRESSION: "possible regression"}
 POSSIBLE_REGRESSION_ICON = "🟡"
 # Benchmarks of a suite-wide shift named in a report before "and N more".
 AFFECTED_SHOWN = 8
+# Allocating ops named next to a memory verdict before "and N more".
+ALLOCATING_OPS_NAMED = 3
 # A reason in a table cell is cut to this many characters.
 REASON_CHARS = 120
 # A benchmark stands as its most severe result: any regression makes it a regression.
@@ -285,3 +288,35 @@ def severity_order(results: list[MetricResult]) -> list[MetricResult]:
         return (1 if flagged else rank[result.verdict], strength, result.key, result.metric)
 
     return sorted(results, key=key)
+
+
+def calls_phrase(base_count: float | None, head_count: float | None) -> str | None:
+    """`0 → 1 calls`, `2 calls`; None without counts from both sides' profiles."""
+    if base_count is None or head_count is None:
+        return None
+    if base_count != head_count:
+        return f"{base_count:g} → {head_count:g} calls"
+    return f"{head_count:g} call" + ("" if head_count == 1 else "s")
+
+
+def allocating_op_phrase(delta: OpBytesDelta, *, name: Callable[[str], str] = str) -> str:
+    """`aten::clone +1.5 MiB (0 → 1 calls)`: one op's move in bytes allocated per call."""
+    calls = calls_phrase(delta.base_count, delta.head_count)
+    text = f"{name(delta.op)} {format_bytes_change(delta.delta_bytes)}"
+    return f"{text} ({calls})" if calls else text
+
+
+def allocating_ops_phrase(
+    result: MetricResult,
+    *,
+    shown: int = ALLOCATING_OPS_NAMED,
+    name: Callable[[str], str] = str,
+) -> str | None:
+    """`allocated by aten::clone +1.5 MiB (0 → 1 calls)`: the ops behind a memory change, the
+    largest `shown` by name; None when the result names none."""
+    ops = result.allocation_attribution
+    if not ops:
+        return None
+    named = ", ".join(allocating_op_phrase(d, name=name) for d in ops[:shown])
+    more = len(ops) - shown
+    return f"allocated by {named}" + (f" and {more} more ops" if more > 0 else "")

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy import stats as scipy_stats
 
+from perfgate.allocation_note import ALLOCATION_METRICS, AllocationsByOp, allocations_of
 from perfgate.results import Op, ResultsDocument
 from perfgate.stats import noise, noise_model
-from perfgate.stats.attribution import attribute
+from perfgate.stats.attribution import attribute, attribute_allocations
 from perfgate.stats.calibration import Calibration
 from perfgate.stats.model import (
     POSSIBLE_REGRESSION,
@@ -24,6 +25,7 @@ from perfgate.stats.model import (
     Comparison,
     Flag,
     MetricResult,
+    OpBytesDelta,
     OpDelta,
     SideInfo,
     SideSummary,
@@ -81,6 +83,9 @@ class _Bench:
     error: str | None = None
     metrics: dict[str, _Metric] = field(default_factory=dict)
     ops: list[Op] | None = None
+    # Bytes allocated per call by op, from the `allocated_bytes` note of the document whose
+    # value the side reports; None when no document says.
+    allocations: AllocationsByOp | None = None
 
 
 def _collect(documents: Sequence[ResultsDocument]) -> dict[str, _Bench]:
@@ -101,6 +106,8 @@ def _collect(documents: Sequence[ResultsDocument]) -> dict[str, _Bench]:
                     )
                 elif slot.value is None:
                     slot.value = metric.value
+                    if name == "allocated_bytes":
+                        entry.allocations = allocations_of(metric.value, metric.note)
     return side
 
 
@@ -344,7 +351,10 @@ def compare_documents(
                 results.append(_plain(header, bm, hm, "inconclusive", ""))
             else:
                 valued = _valued(header, bm, hm, header.threshold)
-                if valued.verdict == "regression":
+                if metric in ALLOCATION_METRICS and valued.verdict in ("regression", "improvement"):
+                    valued = replace(valued, allocation_attribution=_allocation_attribution(b, h))
+                # A memory change with its allocating ops named needs no time table beside it.
+                if valued.verdict == "regression" and not valued.allocation_attribution:
                     valued = replace(valued, attribution=_attribution(b, h))
                 results.append(valued)
 
@@ -500,6 +510,14 @@ def _attribution(base: _Bench | None, head: _Bench | None) -> list[OpDelta]:
     if base is None or head is None or base.ops is None or head.ops is None:
         return []
     return attribute(base.ops, head.ops)
+
+
+def _allocation_attribution(base: _Bench | None, head: _Bench | None) -> list[OpBytesDelta]:
+    if base is None or head is None or base.allocations is None or head.allocations is None:
+        return []
+    return attribute_allocations(
+        base.allocations, head.allocations, base_ops=base.ops, head_ops=head.ops
+    )
 
 
 def _threshold(floor: NoiseFloor, settings: CompareSettings, key: str) -> float:

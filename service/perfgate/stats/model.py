@@ -48,6 +48,19 @@ class OpDelta:
 
 
 @dataclass(frozen=True)
+class OpBytesDelta:
+    """How many bytes one operator allocated per call on each side (exact, from the
+    `allocated_bytes` notes), with its calls per call from the profiles (None without both)."""
+
+    op: str
+    base_bytes: int
+    head_bytes: int
+    delta_bytes: int
+    base_count: float | None = None
+    head_count: float | None = None
+
+
+@dataclass(frozen=True)
 class MetricResult:
     key: str
     benchmark: str
@@ -76,6 +89,9 @@ class MetricResult:
     # History runs pooled with the base side into the baseline the ratio is against (0: the base
     # side alone).
     baseline_runs: int = 0
+    # A memory metric's allocating ops whose bytes moved, largest move first (the ops behind an
+    # `allocated_bytes` or `peak_allocated_bytes` change); empty without per-op bytes.
+    allocation_attribution: list[OpBytesDelta] = field(default_factory=list)
 
     @property
     def delta(self) -> float | None:
