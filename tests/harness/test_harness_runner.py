@@ -280,6 +280,18 @@ def test_merge_rounds_concatenates_and_warns_on_exact_mismatch():
     ]
 
 
+def test_merge_rounds_shares_nothing_with_the_rounds_it_merged():
+    rounds = [{"b": _entry([1.0, 2.0], 10)}, {"b": _entry([3.0], 10)}]
+    before = [r["b"].model_dump() for r in rounds]
+    merged, _ = merge_rounds(rounds, ["b"])
+    merged["b"].metrics["time"].samples.append(9.0)
+    merged["b"].metrics["flops"].note = "changed"
+    merged["b"].tags.append("changed")
+    merged["b"].params["n"] = 1
+    merged["b"].profile.trace = "changed"
+    assert [r["b"].model_dump() for r in rounds] == before
+
+
 def test_merge_rounds_keeps_working_rounds_of_a_flaky_instance():
     failed = _entry([], 10, error="RuntimeError: flaky").model_copy(update={"metrics": {}})
     merged, _ = merge_rounds([{"b": _entry([1.0], 10)}, {"b": failed}], ["b"])

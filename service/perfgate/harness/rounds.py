@@ -49,7 +49,9 @@ def merge_rounds(
                     metrics, name, metric, key=key, round_index=round_index, warnings=warnings
                 )
         last = per_round[-1].get(key)
-        profile = last.profile.model_copy(deep=True) if last and last.profile else None
+        profile = None
+        if last is not None and last.profile is not None:
+            profile = last.profile.model_copy(deep=True)
         first = entries[0][1]
         merged[key] = first.model_copy(
             update={
@@ -78,10 +80,13 @@ def _merge_metric(
             return
         pooled = metrics.get(name)
         if pooled is None or pooled.samples is None or pooled.rounds is None:
-            pooled = metrics[name] = metric.model_copy(update={"samples": [], "rounds": []})
-        assert pooled.samples is not None and pooled.rounds is not None
-        pooled.samples.extend(metric.samples)
-        pooled.rounds.append(len(metric.samples))
+            samples: list[float] = []
+            rounds: list[int] = []
+            metrics[name] = metric.model_copy(update={"samples": samples, "rounds": rounds})
+        else:
+            samples, rounds = pooled.samples, pooled.rounds
+        samples.extend(metric.samples)
+        rounds.append(len(metric.samples))
         return
     if name not in metrics:
         metrics[name] = metric.model_copy(deep=True)
