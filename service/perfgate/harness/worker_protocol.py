@@ -55,7 +55,7 @@ class WorkerRequest:
         )
 
     def to_json(self) -> str:
-        return json.dumps({**asdict(self), "files": list(self.files), "keys": list(self.keys)})
+        return json.dumps(asdict(self))
 
     @classmethod
     def from_json(cls, text: str, *, source: str) -> WorkerRequest:
