@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError
@@ -25,7 +25,6 @@ from perfgate.errors import DocumentError, DocumentTooLargeError
 from perfgate.gc_pause import gc_paused
 
 SCHEMA = "perfgate/results@1"
-SCHEMA_PREFIX = "perfgate/results@"
 
 ParamValue = str | int | float | bool | None
 Direction = Literal["lower", "higher"]
@@ -324,31 +323,78 @@ def parse_document(data: object, *, source: str = "") -> ResultsDocument:
 
 
 def _parse(data: object, *, source: str, free_form_only: bool) -> ResultsDocument:
-    if not isinstance(data, dict):
-        raise DocumentError("a results document must be a JSON object", source=source)
-    schema = data.get("schema")
+    document = validate_document(
+        data,
+        model=ResultsDocument,
+        schema=SCHEMA,
+        what="results",
+        other=_not_results,
+        source=source,
+        free_form_only=free_form_only,
+    )
+    _check_consistency(document, source)
+    return document
+
+
+def _not_results(schema: object) -> str:
     if schema is None:
-        raise DocumentError(
-            'missing field (expected "perfgate/results@1")', path="schema", source=source
-        )
-    if schema != SCHEMA:
-        if isinstance(schema, str) and schema.startswith(SCHEMA_PREFIX):
+        return f'missing field (expected "{SCHEMA}")'
+    return f"{schema!r} is not a perfgate results document (expected {SCHEMA!r})"
+
+
+_Document = TypeVar("_Document", bound=BaseModel)
+
+
+def validate_document(
+    data: object,
+    *,
+    model: type[_Document],
+    schema: str,
+    what: str,
+    other: Callable[[object], str],
+    source: str,
+    free_form_only: bool = False,
+) -> _Document:
+    """The checks every perfgate document goes through, in order; the first failure is one
+    DocumentError naming the field.
+
+    `data` must be a JSON object (`a {what} document must be a JSON object`) whose `schema` is
+    `schema`. A later version of the same document (same name, other `@N`) is told to upgrade
+    perfgate; any other `schema` value, absent included, gets `other(value)` as its message.
+    Then the JSON rules of `document_json` (only in free-form fields with `free_form_only`, for
+    text the decoder already checked), then the pydantic `model`.
+    """
+    if not isinstance(data, dict):
+        raise DocumentError(f"a {what} document must be a JSON object", source=source)
+    found = data.get("schema")
+    if found != schema:
+        family = schema.rpartition("@")[0] + "@"
+        if isinstance(found, str) and found.startswith(family):
             message = (
-                f"unknown schema version {schema!r}: this perfgate reads {SCHEMA}; "
+                f"unknown schema version {found!r}: this perfgate reads {schema}; "
                 "upgrade perfgate to read newer documents"
             )
         else:
-            message = f"{schema!r} is not a perfgate results document (expected {SCHEMA!r})"
+            message = other(found)
         raise DocumentError(message, path="schema", source=source)
     problem = document_json.first_problem(data, free_form_only=free_form_only)
     if problem is not None:
         raise DocumentError(problem[1], path=problem[0], source=source)
     try:
-        document = ResultsDocument.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         raise document_error(exc, source) from None
-    _check_consistency(document, source)
-    return document
+
+
+def parse_benchmark(data: object, *, source: str = "", path: str = "") -> Benchmark:
+    """One benchmark entry checked on its own (a measured instance on its way into a document):
+    its fields and their types. The rules across entries and metrics are `parse_document`'s."""
+    try:
+        return Benchmark.model_validate(data)
+    except ValidationError as exc:
+        error = document_error(exc, source)
+        inner = f"{path}.{error.path}" if path and error.path else path or error.path
+        raise DocumentError(error.detail, path=inner, source=source) from None
 
 
 def _check_consistency(document: ResultsDocument, source: str) -> None:

@@ -284,22 +284,24 @@ def test_the_worker_exits_with_lost_context_and_the_round_goes_on(monkeypatch, t
     from perfgate.harness import rounds
     from perfgate.harness.measure import MeasureSettings
     from perfgate.harness.worker import LOST_CONTEXT, run_request
+    from perfgate.harness.worker_protocol import WorkerRequest
+    from perfgate.results import Benchmark
 
     install(monkeypatch)
     path = tmp_path / "bench_fake_cuda.py"
     path.write_text("import torch, perfgate\n" + POISON)
     results = tmp_path / "results.jsonl"
-    request = {
-        "files": [str(path)],
-        "keys": ["a_fine", "b_faults", "c_after"],
-        "device": "cuda:0",
-        "threads": 1,
-        "max_time": 0.2,
-        "profile": False,
-        "round_index": 1,
-        "pin_malloc": False,
-        "results": str(results),
-    }
+    request = WorkerRequest(
+        files=(str(path),),
+        keys=("a_fine", "b_faults", "c_after"),
+        device="cuda:0",
+        threads=1,
+        max_time=0.2,
+        profile=False,
+        round_index=1,
+        pin_malloc=False,
+        results=str(results),
+    )
     assert run_request(request, io.StringIO()) == LOST_CONTEXT
     written = [json.loads(line)["key"] for line in results.read_text().splitlines()]
     assert written == ["a_fine", "b_faults"]
@@ -311,9 +313,9 @@ def test_the_worker_exits_with_lost_context_and_the_round_goes_on(monkeypatch, t
         calls.append([i.key for i in instances])
         keys = [i.key for i in instances]
         if len(calls) == 1:
-            done = {k: {"key": k, "metrics": {}} for k in keys[:2]}
+            done = {k: Benchmark(name=k, key=k, error="x") for k in keys[:2]}
             return done, set(keys[:2]), f"exit code {LOST_CONTEXT}: CUDA context lost"
-        return {k: {"key": k, "metrics": {}} for k in keys}, set(keys), None
+        return {k: Benchmark(name=k, key=k, error="x") for k in keys}, set(keys), None
 
     monkeypatch.setattr(rounds, "_spawn_worker", spawn)
     instances = list(_cuda_instances(tmp_path, POISON).values())
@@ -354,13 +356,14 @@ class NullRecorder:
 def test_in_process_the_rest_goes_to_a_worker_after_a_lost_context(monkeypatch, tmp_path):
     from perfgate.harness import runner
     from perfgate.harness.measure import MeasureSettings
+    from perfgate.results import Benchmark
 
     install(monkeypatch)
     handed = []
 
     def run_round(instances, **kwargs):
         handed.append(([i.key for i in instances], kwargs["device"]))
-        return {i.key: {"key": i.key} for i in instances}
+        return {i.key: Benchmark(name=i.key, key=i.key, error="x") for i in instances}
 
     monkeypatch.setattr(runner, "run_round", run_round)
     recorder = NullRecorder()
@@ -376,7 +379,7 @@ def test_in_process_the_rest_goes_to_a_worker_after_a_lost_context(monkeypatch, 
     )
     assert handed == [(["c_after"], "cuda:0")]
     assert list(entries) == ["a_fine", "b_faults", "c_after"]
-    assert entries["a_fine"]["error"] is None
+    assert entries["a_fine"].error is None
     assert any("CUDA context lost while measuring b_faults" in w for w in recorder.warnings)
 
 

@@ -11,6 +11,7 @@ from fake_cuda import RecordedProfile  # noqa: E402
 from perfgate.harness.counters import count_device_ops, count_kernel_launches  # noqa: E402
 from perfgate.harness.profile_events import HARNESS_MARK  # noqa: E402
 from perfgate.harness.rounds import merge_rounds  # noqa: E402
+from perfgate.results import Benchmark  # noqa: E402
 
 
 def _annotated_two_kernels(calls: int, *, gemm: str = "sm90_gemm") -> RecordedProfile:
@@ -97,9 +98,10 @@ def test_rounds_that_chose_other_kernels_are_named():
             "note": counted.note(),
             "method": counted.digest(),
         }
-        return {"mm": {"key": "mm", "name": "mm", "metrics": {"kernel_launches": metric}}}
+        entry = {"key": "mm", "name": "mm", "metrics": {"kernel_launches": metric}}
+        return {"mm": Benchmark.model_validate(entry)}
 
     merged, warnings = merge_rounds([entry(first), entry(second)], ["mm"])
-    assert merged["mm"]["metrics"]["kernel_launches"]["method"] == first.digest()
+    assert merged["mm"].metrics["kernel_launches"].method == first.digest()
     assert len(warnings) == 1
     assert "round 2" in warnings[0] and "sm80_gemm" in warnings[0] and "sm90_gemm" in warnings[0]

@@ -14,7 +14,7 @@ from perfgate.errors import UsageError
 from perfgate.harness.progress import InstanceProgress
 from perfgate.harness.rounds import merge_rounds
 from perfgate.harness.runner import RunOptions, resolve_device, run_benchmarks
-from perfgate.results import parse_document
+from perfgate.results import Benchmark, parse_document
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -244,19 +244,25 @@ def test_rounds_run_in_worker_processes_and_pool(tmp_path):
 
 
 def _entry(samples, flops, error=None):
-    return {
-        "name": "b",
-        "params": {},
-        "key": "b",
-        "device": "cpu",
-        "error": error,
-        "tags": [],
-        "metrics": {
-            "time": {"unit": "s", "direction": "lower", "samples": samples},
-            "flops": {"unit": "flop", "direction": "lower", "value": flops, "exact": True},
-        },
-        "profile": {"ops": [], "trace": None},
-    }
+    return _benchmark(
+        {
+            "name": "b",
+            "params": {},
+            "key": "b",
+            "device": "cpu",
+            "error": error,
+            "tags": [],
+            "metrics": {
+                "time": {"unit": "s", "direction": "lower", "samples": samples},
+                "flops": {"unit": "flop", "direction": "lower", "value": flops, "exact": True},
+            },
+            "profile": {"ops": [], "trace": None},
+        }
+    )
+
+
+def _benchmark(entry):
+    return Benchmark.model_validate(entry)
 
 
 def test_merge_rounds_concatenates_and_warns_on_exact_mismatch():
@@ -264,18 +270,33 @@ def test_merge_rounds_concatenates_and_warns_on_exact_mismatch():
         [{"b": _entry([1.0, 2.0], 10)}, {"b": _entry([3.0], 10)}, {"b": _entry([4.0, 5.0], 11)}],
         ["b"],
     )
-    time = merged["b"]["metrics"]["time"]
-    assert time["samples"] == [1.0, 2.0, 3.0, 4.0, 5.0]
-    assert time["rounds"] == [2, 1, 2]
-    assert merged["b"]["metrics"]["flops"]["value"] == 10
-    assert len(warnings) == 1 and "flops" in warnings[0] and "round 3" in warnings[0]
+    time = merged["b"].metrics["time"]
+    assert time.samples == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert time.rounds == [2, 1, 2]
+    assert merged["b"].metrics["flops"].value == 10
+    assert warnings == [
+        "b: exact metric flops differs between rounds (10 in the first, 11 in round 3); "
+        "keeping the first"
+    ]
+
+
+def test_merge_rounds_shares_nothing_with_the_rounds_it_merged():
+    rounds = [{"b": _entry([1.0, 2.0], 10)}, {"b": _entry([3.0], 10)}]
+    before = [r["b"].model_dump() for r in rounds]
+    merged, _ = merge_rounds(rounds, ["b"])
+    merged["b"].metrics["time"].samples.append(9.0)
+    merged["b"].metrics["flops"].note = "changed"
+    merged["b"].tags.append("changed")
+    merged["b"].params["n"] = 1
+    merged["b"].profile.trace = "changed"
+    assert [r["b"].model_dump() for r in rounds] == before
 
 
 def test_merge_rounds_keeps_working_rounds_of_a_flaky_instance():
-    failed = {**_entry([], 10, error="RuntimeError: flaky"), "metrics": {}}
+    failed = _entry([], 10, error="RuntimeError: flaky").model_copy(update={"metrics": {}})
     merged, _ = merge_rounds([{"b": _entry([1.0], 10)}, {"b": failed}], ["b"])
-    assert merged["b"]["error"] == "round 2/2: RuntimeError: flaky"
-    assert merged["b"]["metrics"]["time"]["rounds"] == [1]
+    assert merged["b"].error == "round 2/2: RuntimeError: flaky"
+    assert merged["b"].metrics["time"].rounds == [1]
 
 
 ALLOCATOR_PROBE = """

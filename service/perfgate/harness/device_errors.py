@@ -3,10 +3,13 @@ does not (out of memory, a shape error): after the first kind every later CUDA c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfgate.harness.devices import is_cuda
 from perfgate.harness.discovery import one_line
+
+if TYPE_CHECKING:
+    from perfgate.harness.measure import InstanceResult
 
 # CUDA's sticky errors: the context is unusable until the process exits.
 STICKY_MESSAGES = (
@@ -25,7 +28,9 @@ STICKY_MESSAGES = (
 class DeviceContextLostError(RuntimeError):
     """A benchmark left the CUDA context unusable: the process must stop measuring."""
 
-    def __init__(self, key: str, reason: str, done: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, key: str, reason: str, done: dict[str, InstanceResult] | None = None
+    ) -> None:
         super().__init__(f"CUDA context lost while measuring {key}: {reason}")
         self.key = key
         self.reason = reason

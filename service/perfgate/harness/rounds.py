@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import signal
 import subprocess
@@ -11,16 +10,17 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from perfgate.harness.api import BenchmarkInstance
-from perfgate.harness.measure import MeasureSettings, base_entry
-from perfgate.harness.progress import InstanceProgress, RunReporter
+from perfgate.harness.measure import MeasureSettings
+from perfgate.harness.progress import RunReporter
+from perfgate.harness.worker_protocol import WorkerRequest, replay
+from perfgate.results import Benchmark, Metric, parse_benchmark
 
 
 def merge_rounds(
-    per_round: Sequence[Mapping[str, Mapping[str, Any]]], keys: Sequence[str]
-) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    per_round: Sequence[Mapping[str, Benchmark]], keys: Sequence[str]
+) -> tuple[dict[str, Benchmark], list[str]]:
     """Merge entries by key across rounds (in round order); returns entries and warnings.
 
     Sampled metrics keep every round's samples one after another with `rounds` giving each
@@ -30,66 +30,75 @@ def merge_rounds(
     profile comes from the last round, the only one that profiles.
     """
     total = len(per_round)
-    merged: dict[str, dict[str, Any]] = {}
+    merged: dict[str, Benchmark] = {}
     warnings: list[str] = []
     for key in keys:
         entries = [(i + 1, r[key]) for i, r in enumerate(per_round) if key in r]
         if not entries:
             continue
-        out = copy.deepcopy(dict(entries[0][1]))
-        out["metrics"] = {}
-        out["profile"] = None
-        out["error"] = None
+        error: str | None = None
+        device: str | None = None
+        metrics: dict[str, Metric] = {}
         for round_index, entry in entries:
-            if entry.get("error") and out["error"] is None:
-                out["error"] = f"round {round_index}/{total}: {entry['error']}"
-            if out.get("device") is None and entry.get("device") is not None:
-                out["device"] = entry["device"]
-            for name, metric in (entry.get("metrics") or {}).items():
+            if entry.error and error is None:
+                error = f"round {round_index}/{total}: {entry.error}"
+            if device is None:
+                device = entry.device
+            for name, metric in entry.metrics.items():
                 _merge_metric(
-                    out["metrics"],
-                    name,
-                    metric,
-                    key=key,
-                    round_index=round_index,
-                    warnings=warnings,
+                    metrics, name, metric, key=key, round_index=round_index, warnings=warnings
                 )
         last = per_round[-1].get(key)
-        if last is not None:
-            out["profile"] = copy.deepcopy(last.get("profile"))
-        merged[key] = out
+        profile = None
+        if last is not None and last.profile is not None:
+            profile = last.profile.model_copy(deep=True)
+        first = entries[0][1]
+        merged[key] = first.model_copy(
+            update={
+                "params": dict(first.params),
+                "tags": list(first.tags),
+                "error": error,
+                "device": device,
+                "metrics": metrics,
+                "profile": profile,
+            }
+        )
     return merged, warnings
 
 
 def _merge_metric(
-    metrics: dict[str, Any],
+    metrics: dict[str, Metric],
     name: str,
-    metric: Mapping[str, Any],
+    metric: Metric,
     *,
     key: str,
     round_index: int,
     warnings: list[str],
 ) -> None:
-    samples = metric.get("samples")
-    if samples is not None:
-        if not samples:
+    if metric.samples is not None:
+        if not metric.samples:
             return
-        if name not in metrics:
-            metrics[name] = {**copy.deepcopy(dict(metric)), "samples": [], "rounds": []}
-        metrics[name]["samples"].extend(samples)
-        metrics[name]["rounds"].append(len(samples))
+        pooled = metrics.get(name)
+        if pooled is None or pooled.samples is None or pooled.rounds is None:
+            samples: list[float] = []
+            rounds: list[int] = []
+            metrics[name] = metric.model_copy(update={"samples": samples, "rounds": rounds})
+        else:
+            samples, rounds = pooled.samples, pooled.rounds
+        samples.extend(metric.samples)
+        rounds.append(len(metric.samples))
         return
     if name not in metrics:
-        metrics[name] = copy.deepcopy(dict(metric))
+        metrics[name] = metric.model_copy(deep=True)
         return
     first = metrics[name]
-    if metric.get("exact") and metric.get("value") != first.get("value"):
+    if metric.exact and metric.value != first.value:
         warnings.append(
             f"{key}: exact metric {name} differs between rounds "
-            f"({first.get('value')} in the first, {metric.get('value')} in round "
+            f"({_number(first.value)} in the first, {_number(metric.value)} in round "
             f"{round_index}); keeping the first"
         )
-    elif name == "kernel_launches" and metric.get("method") != first.get("method"):
+    elif name == "kernel_launches" and metric.method != first.method:
         # Same count, other kernels: autotuning or cudnn.benchmark chose differently.
         ours, theirs = _kernel_set(first), _kernel_set(metric)
         warnings.append(
@@ -99,9 +108,16 @@ def _merge_metric(
         )
 
 
-def _kernel_set(metric: Mapping[str, Any]) -> set[str]:
+def _number(value: float | None) -> str:
+    """A counter as the worker wrote it: 10, not the 10.0 the model holds."""
+    if value is not None and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _kernel_set(metric: Metric) -> set[str]:
     """Kernel names from a kernel_launches note ('  <per call> x <name>' lines)."""
-    lines = str(metric.get("note") or "").splitlines()[1:]
+    lines = (metric.note or "").splitlines()[1:]
     return {line.strip().partition(" x ")[2] for line in lines if " x " in line}
 
 
@@ -116,7 +132,7 @@ def run_round(
     reporter: RunReporter,
     cwd: Path,
     pin_malloc: bool = True,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Benchmark]:
     """One round: every instance once, in order, in worker processes; returns entries by key.
 
     A worker that dies takes only the instance it was running with it: that instance becomes an
@@ -125,7 +141,7 @@ def run_round(
     which tells the culprit from the rest.)
     """
     remaining = list(instances)
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, Benchmark] = {}
     while remaining:
         done, started, failure = _spawn_worker(
             remaining,
@@ -203,18 +219,25 @@ def run_round(
 
 
 def _error(
-    entries: dict[str, dict[str, Any]],
+    entries: dict[str, Benchmark],
     instance: BenchmarkInstance,
     message: str,
     *,
     round_index: int,
     reporter: RunReporter,
 ) -> None:
-    entry = base_entry(
-        instance.spec.name, instance.key, dict(instance.params), None, list(instance.spec.tags)
+    # Checked like a measured entry: the name and tags come from the benchmark's own code.
+    entries[instance.key] = parse_benchmark(
+        {
+            "name": instance.spec.name,
+            "key": instance.key,
+            "params": dict(instance.params),
+            "tags": list(instance.spec.tags),
+            "error": message,
+        },
+        source="perfgate run",
+        path=instance.key,
     )
-    entry["error"] = message
-    entries[instance.key] = entry
     reporter.instance_error(instance.key, message, round_index=round_index)
 
 
@@ -229,28 +252,28 @@ def _spawn_worker(
     reporter: RunReporter,
     cwd: Path,
     pin_malloc: bool,
-) -> tuple[dict[str, dict[str, Any]], set[str], str | None]:
+) -> tuple[dict[str, Benchmark], set[str], str | None]:
     """Run one worker; returns (entries by key, keys it started, failure or None)."""
     with tempfile.TemporaryDirectory(prefix="perfgate-round-") as tmp:
         folder = Path(tmp)
         results_path = folder / "results.jsonl"
-        request = {
-            "files": sorted({str(i.spec.source) for i in instances}),
-            "keys": [i.key for i in instances],
-            "device": device,
-            "threads": threads,
-            "max_time": settings.max_time,
-            "interleave": settings.interleave,
-            "device_timing": settings.device_timing,
-            "cold_cache": settings.cold_cache,
-            "profile": profile,
-            "trace_dir": str(settings.trace_dir) if settings.trace_dir else None,
-            "round_index": round_index,
-            "pin_malloc": pin_malloc,
-            "results": str(results_path),
-        }
+        request = WorkerRequest(
+            files=tuple(sorted({str(i.spec.source) for i in instances})),
+            keys=tuple(i.key for i in instances),
+            device=device,
+            threads=threads,
+            round_index=round_index,
+            profile=profile,
+            results=str(results_path),
+            max_time=settings.max_time,
+            interleave=settings.interleave,
+            device_timing=settings.device_timing,
+            cold_cache=settings.cold_cache,
+            trace_dir=str(settings.trace_dir) if settings.trace_dir else None,
+            pin_malloc=pin_malloc,
+        )
         request_path = folder / "request.json"
-        request_path.write_text(json.dumps(request), encoding="utf-8")
+        request_path.write_text(request.to_json(), encoding="utf-8")
         log_path = folder / "stderr.log"
         started: set[str] = set()
         with (
@@ -273,33 +296,13 @@ def _spawn_worker(
     return entries, started, failure
 
 
-def replay(line: str, reporter: RunReporter, started: set[str]) -> None:
-    """Forward one worker event line to the reporter (lines that are not events are ignored)."""
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return
-    if not isinstance(event, dict):
-        return
-    kind = event.get("event")
-    if kind == "started":
-        started.add(event["key"])
-        reporter.instance_started(event["key"], round_index=event["round_index"])
-    elif kind in ("progress", "finished"):
-        progress = InstanceProgress(**event["progress"])
-        if kind == "progress":
-            reporter.instance_progress(progress)
-        else:
-            reporter.instance_finished(progress)
-    elif kind == "error":
-        reporter.instance_error(event["key"], event["message"], round_index=event["round_index"])
-    elif kind == "warning":
-        reporter.warning(event["message"])
+def read_results(path: Path) -> dict[str, Benchmark]:
+    """Entries a worker wrote, one JSON line per finished instance (a torn last line is skipped).
 
-
-def read_results(path: Path) -> dict[str, dict[str, Any]]:
-    """Entries a worker wrote, one JSON line per finished instance (a torn last line is skipped)."""
-    entries: dict[str, dict[str, Any]] = {}
+    Each entry is checked as a results@1 benchmark on its own; a DocumentError names the worker's
+    entry and the field (the rules that span the document are checked when it is assembled).
+    """
+    entries: dict[str, Benchmark] = {}
     if not path.exists():
         return entries
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -308,7 +311,9 @@ def read_results(path: Path) -> dict[str, dict[str, Any]]:
         except ValueError:
             continue
         if isinstance(entry, dict) and isinstance(entry.get("key"), str):
-            entries[entry["key"]] = entry
+            entries[entry["key"]] = parse_benchmark(
+                entry, source="worker results", path=entry["key"]
+            )
     return entries
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,16 +17,11 @@ from perfgate.harness.device_errors import DeviceContextLostError
 from perfgate.harness.devices import is_cuda
 from perfgate.harness.discovery import DEFAULT_PATH, ImportFailure, Selection, discover
 from perfgate.harness.gitinfo import resolve_git
-from perfgate.harness.measure import (
-    MeasureSettings,
-    base_entry,
-    prepare_torch,
-    run_instances,
-)
+from perfgate.harness.measure import InstanceResult, MeasureSettings, prepare_torch, run_instances
 from perfgate.harness.progress import NullReporter, RunReporter
 from perfgate.harness.rounds import merge_rounds, run_round
 from perfgate.harness.timing import DEVICE_TIMINGS
-from perfgate.results import SCHEMA, ResultsDocument, parse_document
+from perfgate.results import SCHEMA, Benchmark, ResultsDocument, parse_benchmark, parse_document
 
 
 @dataclass(frozen=True)
@@ -174,14 +169,12 @@ def run_benchmarks(
     finally:
         reporter.run_finished()
 
-    benchmarks = []
-    for item in selection.items:
-        if isinstance(item, ImportFailure):
-            entry = base_entry(item.name, item.key, {}, None, [])
-            entry["error"] = item.message
-            benchmarks.append(entry)
-        else:
-            benchmarks.append(entries[item.key])
+    benchmarks = [
+        Benchmark(name=item.name, key=item.key, error=item.message)
+        if isinstance(item, ImportFailure)
+        else entries[item.key]
+        for item in selection.items
+    ]
     document = {
         "schema": SCHEMA,
         "run": {
@@ -196,8 +189,9 @@ def run_benchmarks(
             "ci": git.ci,
         },
         "environment": environment,
-        "benchmarks": benchmarks,
+        "benchmarks": [b.model_dump(mode="json") for b in benchmarks],
     }
+    # The one validator has the last word on the whole document (keys, metrics, JSON rules).
     return parse_document(document, source="perfgate run")
 
 
@@ -211,12 +205,12 @@ def _run_in_process(
     settings: MeasureSettings,
     reporter: RunReporter,
     cwd: Path,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Benchmark]:
     """One round in this process; after a lost CUDA context, the rest in worker processes."""
     try:
         results = run_instances(instances, device=device, settings=settings, reporter=reporter)
     except DeviceContextLostError as lost:
-        entries = {key: result.entry for key, result in lost.done.items()}
+        entries = _records(lost.done)
         rest = [i for i in instances if i.key not in entries]
         reporter.warning(f"{lost}; measuring the {len(rest)} remaining instances in a worker")
         entries.update(
@@ -233,7 +227,15 @@ def _run_in_process(
             )
         )
         return entries
-    return {key: result.entry for key, result in results.items()}
+    return _records(results)
+
+
+def _records(results: Mapping[str, InstanceResult]) -> dict[str, Benchmark]:
+    """Measured entries as results@1 benchmarks (DocumentError names a bad field)."""
+    return {
+        key: parse_benchmark(result.entry, source="perfgate run", path=key)
+        for key, result in results.items()
+    }
 
 
 def resolve_device(device: str) -> str:

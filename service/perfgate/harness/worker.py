@@ -10,54 +10,22 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import asdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from perfgate.harness.allocator import pin_malloc_thresholds
 from perfgate.harness.api import BenchmarkInstance
 from perfgate.harness.device_errors import DeviceContextLostError
 from perfgate.harness.discovery import import_benchmark_file
-from perfgate.harness.measure import InstanceResult, MeasureSettings, prepare_torch, run_instances
-from perfgate.harness.progress import InstanceProgress
+from perfgate.harness.measure import InstanceResult, prepare_torch, run_instances
+from perfgate.harness.worker_protocol import EventWriter, WorkerRequest, WorkerRequestError
 
 #: Exit status of a worker that stopped because the CUDA context was lost.
 LOST_CONTEXT = 3
 
 
-class EventWriter:
-    """A RunReporter that writes each event as one JSON line for the parent to replay."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-
-    def _emit(self, event: dict[str, Any]) -> None:
-        self._stream.write(json.dumps(event) + "\n")
-        self._stream.flush()
-
-    def run_started(self, *, instances: int, rounds: int) -> None:
-        return None
-
-    def instance_started(self, key: str, *, round_index: int) -> None:
-        self._emit({"event": "started", "key": key, "round_index": round_index})
-
-    def instance_progress(self, progress: InstanceProgress) -> None:
-        self._emit({"event": "progress", "progress": asdict(progress)})
-
-    def instance_finished(self, progress: InstanceProgress) -> None:
-        self._emit({"event": "finished", "progress": asdict(progress)})
-
-    def instance_error(self, key: str, message: str, *, round_index: int) -> None:
-        self._emit({"event": "error", "key": key, "message": message, "round_index": round_index})
-
-    def warning(self, message: str) -> None:
-        self._emit({"event": "warning", "message": message})
-
-    def run_finished(self) -> None:
-        return None
-
-
-def _select(files: list[str], keys: list[str]) -> list[BenchmarkInstance]:
+def _select(files: Sequence[str], keys: Sequence[str]) -> list[BenchmarkInstance]:
     wanted = set(keys)
     found: dict[str, BenchmarkInstance] = {}
     for file in files:
@@ -79,7 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m perfgate.harness.worker REQUEST.json", file=sys.stderr)
         return 2
-    request = json.loads(Path(args[0]).read_text(encoding="utf-8"))
+    try:
+        request = WorkerRequest.from_json(Path(args[0]).read_text(encoding="utf-8"), source=args[0])
+    except (OSError, WorkerRequestError) as exc:
+        print(f"perfgate worker: bad request: {exc}", file=sys.stderr)
+        return 2
     # stdout carries events only: keep a private copy of it, then point fd 1 (and Python's
     # sys.stdout) at stderr so prints from benchmarks or native libraries cannot corrupt it.
     sys.stdout.flush()
@@ -91,22 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def run_request(request: dict[str, Any], events: TextIO) -> int:
+def run_request(request: WorkerRequest, events: TextIO) -> int:
     """Measure what the request names; 0 when done, LOST_CONTEXT when a benchmark left the CUDA
     context unusable (the parent starts a fresh worker for the instances after it)."""
-    if request.get("pin_malloc", True):
+    if request.pin_malloc:
         pin_malloc_thresholds()
-    device = prepare_torch(request["device"], request["threads"])
-    trace_dir = request.get("trace_dir")
-    settings = MeasureSettings(
-        max_time=request.get("max_time"),
-        interleave=bool(request.get("interleave", False)),
-        device_timing=str(request.get("device_timing", "events")),
-        cold_cache=bool(request.get("cold_cache", False)),
-        profile=bool(request["profile"]),
-        trace_dir=Path(trace_dir) if trace_dir else None,
-    )
-    results_path = Path(request["results"])
+    device = prepare_torch(request.device, request.threads)
+    results_path = Path(request.results)
 
     def save(instance: BenchmarkInstance, result: InstanceResult) -> None:
         with results_path.open("a", encoding="utf-8") as out:
@@ -114,11 +77,11 @@ def run_request(request: dict[str, Any], events: TextIO) -> int:
 
     try:
         run_instances(
-            _select(request["files"], request["keys"]),
+            _select(request.files, request.keys),
             device=device,
-            settings=settings,
+            settings=request.settings(),
             reporter=EventWriter(events),
-            round_index=int(request["round_index"]),
+            round_index=request.round_index,
             on_result=save,
         )
     except DeviceContextLostError as lost:

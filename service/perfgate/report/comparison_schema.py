@@ -12,15 +12,11 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-from perfgate import document_json
-from perfgate.errors import DocumentError
-from perfgate.results import document_error
+from perfgate.results import validate_document
 from perfgate.stats.model import COMPARISON_SCHEMA, Flag, Verdict
-
-COMPARISON_SCHEMA_PREFIX = "perfgate/comparison@"
 
 
 def _finite(value: object) -> float:
@@ -153,22 +149,15 @@ class ComparisonDocument(_Model):
 
 def validate_comparison(data: Any, *, source: str = "") -> ComparisonDocument:
     """Check decoded JSON as a comparison document; DocumentError names the first bad field."""
-    if not isinstance(data, dict):
-        raise DocumentError("a comparison document must be a JSON object", source=source)
-    schema = data.get("schema")
-    if schema != COMPARISON_SCHEMA:
-        if isinstance(schema, str) and schema.startswith(COMPARISON_SCHEMA_PREFIX):
-            message = (
-                f"unknown schema version {schema!r}: this perfgate reads {COMPARISON_SCHEMA}; "
-                "upgrade perfgate to read newer documents"
-            )
-        else:
-            message = f"not a {COMPARISON_SCHEMA} document (schema is {schema!r})"
-        raise DocumentError(message, path="schema", source=source)
-    problem = document_json.first_problem(data)
-    if problem is not None:
-        raise DocumentError(problem[1], path=problem[0], source=source)
-    try:
-        return ComparisonDocument.model_validate(data)
-    except ValidationError as exc:
-        raise document_error(exc, source) from None
+    return validate_document(
+        data,
+        model=ComparisonDocument,
+        schema=COMPARISON_SCHEMA,
+        what="comparison",
+        other=_not_comparison,
+        source=source,
+    )
+
+
+def _not_comparison(schema: object) -> str:
+    return f"not a {COMPARISON_SCHEMA} document (schema is {schema!r})"
