@@ -14,7 +14,9 @@ rounds first divided by their own machine speed factor). Under no change its var
 - V_machine: the machine's shared speed. It is never subtracted from the benchmarks (a change
   that slows most of a suite must not read as "the machine"); it widens every benchmark's CI by
   its learnt spread: the rounds' machine factors when the sides alternated, the jobs' (history,
-  calibration, the default) when they ran one after the other. A shift beyond that spread which
+  calibration) when they ran one after the other, and with nothing learnt about the runner what
+  the suite's own shift between the two jobs allows (`bounded_by_observed_shift`), else the
+  documented default. A shift beyond that spread which
   every benchmark shares (`unexplained_shift`) is the machine's for this comparison: it widens
   every benchmark's CI, and only the suite's finding judges it.
 """
