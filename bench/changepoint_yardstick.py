@@ -17,8 +17,9 @@ The yardstick (docs/changepoints.md#measured-on-performance-histories-the-yardst
   against the one injected index (bench/tcpd_metrics.py); on A/A series every change point is a
   false one.
 
-Methods: `perfgate`, the detector with its default setting; `perfgate-bursts`, the same with
-`max_burst=10` (the setting for performance histories); ruptures' `pelt` and `binseg` with the l2
+Methods: `perfgate`, the detector with its default setting (bursts filtered, their length from
+the noise's persistence); `perfgate-10`, the same with a fixed `max_burst=10`; `perfgate-raw`,
+with `max_burst=0` (every segment kept); ruptures' `pelt` and `binseg` with the l2
 cost and penalty 3·log n (the same per-change cost as perfgate's default), min_size 5 (perfgate's
 shortest segment) and jump 1 (every index a candidate); `zero`, no change point ever. Usage:
 
@@ -54,7 +55,7 @@ MARGIN = 5
 # ruptures' settings that make it comparable with perfgate's detector (segments of 5 or more).
 RUPTURES_MIN_SIZE = 5
 RUPTURES_PENALTY = 3.0
-# perfgate's setting for performance histories: excursions shorter than two shortest levels.
+# A fixed burst length for comparison with the default's noise-derived one: two shortest levels.
 MAX_BURST = 10
 
 Detector = Callable[[np.ndarray], list[int]]
@@ -188,8 +189,12 @@ def perfgate(z: np.ndarray) -> list[int]:
     return detect_change_points(z)
 
 
-def perfgate_bursts(z: np.ndarray) -> list[int]:
+def perfgate_fixed_bursts(z: np.ndarray) -> list[int]:
     return detect_change_points(z, max_burst=MAX_BURST)
+
+
+def perfgate_raw(z: np.ndarray) -> list[int]:
+    return detect_change_points(z, max_burst=0)
 
 
 def _ruptures(algorithm: type) -> Detector:
@@ -207,7 +212,8 @@ def zero(z: np.ndarray) -> list[int]:
 
 METHODS: dict[str, Detector] = {
     "perfgate": perfgate,
-    "perfgate-bursts": perfgate_bursts,
+    "perfgate-10": perfgate_fixed_bursts,
+    "perfgate-raw": perfgate_raw,
     "pelt": _ruptures(ruptures.Pelt),
     "binseg": _ruptures(ruptures.Binseg),
     "zero": zero,

@@ -31,8 +31,8 @@ VARIATIONS: dict[str, tuple[float, ...]] = {
     "slope_penalty": (0.5, 1.5, 2.0),
     "min_size": (3, 8),
     "max_rho": (0.8, 0.95),
-    # The setting for performance histories (bench/changepoint_yardstick.py).
-    "max_burst": (10,),
+    # Every segment kept, and a fixed burst length instead of the noise-derived default.
+    "max_burst": (0, 10),
 }
 
 Detector = Callable[[np.ndarray], list[int]]

@@ -86,7 +86,7 @@ def test_prepared_is_the_z_scored_log() -> None:
     np.testing.assert_allclose(np.diff(z), np.diff(z)[0])  # equal ratios, equal log steps
 
 
-@pytest.mark.parametrize("method", ["pelt", "binseg", "perfgate", "perfgate-bursts"])
+@pytest.mark.parametrize("method", ["pelt", "binseg", "perfgate", "perfgate-10", "perfgate-raw"])
 def test_every_method_finds_a_clear_step(method: str) -> None:
     rng = np.random.default_rng(8)
     values = yardstick.inject(np.exp(rng.normal(0.0, 0.01, 80)), 30, 1.15)

@@ -33,7 +33,7 @@ def detect_change_points(
     slope_penalty: float = 1.0,
     min_size: int = 5,
     max_rho: float = 0.9,
-    max_burst: int = 0,
+    max_burst: int | None = None,
 ) -> list[int]:
     """Sorted indices where a new segment starts (never 0); [] for a series without changes.
 
@@ -44,10 +44,16 @@ def detect_change_points(
     from the residuals (inflated for their lag-1 autocorrelation, at most `max_rho`) until the
     segmentation stops changing. The defaults are the measured setting (docs/changepoints.md).
 
-    With `max_burst` > 0, a segment shorter than `max_burst` points whose two neighbours share
-    one level (joining them would not pay for a change point) is a burst, not a level: its two
-    change points are dropped; 10 is the setting measured on performance histories
-    (docs/changepoints.md#bursts). 0, the default, keeps every segment.
+    A segment shorter than `max_burst` points whose two neighbours share one level (joining them
+    would not pay for a change point) is a burst, not a level: its two change points are dropped
+    (docs/changepoints.md#bursts). None, the default, derives the length from the noise:
+    `floor(2 * min_size * (1 - rho))`, with rho the lag-1 persistence of the final fit's noise
+    (the one that inflates its scale). Two shortest levels for independent noise; shorter as the
+    noise persists, because then each run brings only a share 1 - rho of new noise, a short
+    excursion of persistent noise is already charged for by the inflated scale, and one that
+    still stands out is as likely a level the history briefly held; from rho = 0.5 on the window
+    is at most `min_size` and no segment is a burst. 0 keeps every segment (callers that must see
+    the raw segmentation pass it).
     Series shorter than `2 * min_size` have no change points; NaN or infinity is a ValueError.
     """
     x = _as_series(values)
@@ -55,7 +61,7 @@ def detect_change_points(
         raise ValueError(f"min_size must be at least 2, got {min_size}")
     if not 0.0 <= max_rho < 1.0:
         raise ValueError(f"max_rho must be in [0, 1), got {max_rho}")
-    if max_burst < 0:
+    if max_burst is not None and max_burst < 0:
         raise ValueError(f"max_burst must be at least 0, got {max_burst}")
     n = x.size
     if n < 2 * min_size or float(np.ptp(x)) == 0.0:
@@ -79,6 +85,7 @@ def detect_change_points(
     exact = 1e-9 * float(np.ptp(despiked))
     seen: set[tuple[int, ...]] = set()
     scaled = despiked / scale
+    rho = diff_rho
     for _ in range(_MAX_ROUNDS):
         fit = _fitted(despiked, cps, scale, slope_cost)
         residual = despiked - fit
@@ -98,9 +105,15 @@ def detect_change_points(
             break
         seen.add(tuple(cps))
         cps = new
-    if max_burst > 0:
-        cps = _without_bursts(scaled, cps, change_cost, max_burst)
+    burst = _burst_length(min_size, rho) if max_burst is None else max_burst
+    if burst > min_size:  # every segment has at least `min_size` points
+        cps = _without_bursts(scaled, cps, change_cost, burst)
     return cps
+
+
+def _burst_length(min_size: int, rho: float) -> int:
+    """The default `max_burst`: two shortest levels, scaled by the share of new noise per run."""
+    return math.floor(2 * min_size * (1.0 - rho))
 
 
 def segment_levels(values: SeriesLike, change_points: Sequence[int]) -> list[float]:

@@ -387,7 +387,9 @@ def current_segment_start(residuals: np.ndarray) -> int:
     """
     if residuals.size < 2 * MIN_HISTORY_RUNS:
         return 0
-    points = detect_change_points(residuals, min_size=MIN_HISTORY_RUNS)
+    # Every segment, as this rule was measured: dropping a burst would move the current level's
+    # start back over the burst's runs.
+    points = detect_change_points(residuals, min_size=MIN_HISTORY_RUNS, max_burst=0)
     start = _step_at(residuals, points[-1]) if points else 0
     # The detector's last cut can land a run or two early on a step at the very end; the level
     # before it (from the change before) says where the step really starts.
