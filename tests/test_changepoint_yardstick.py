@@ -121,3 +121,18 @@ def test_histories_from_recordings_are_in_time_order_and_normalised() -> None:
             assert float(np.median(part)) == pytest.approx(1.0)
     # rounds3 was recorded before threads1 (its jobs' started_at), so its points come first.
     assert items[0].datasets[:7] == ("rounds3",) * 7
+
+
+def test_job_levels_count_benchmarks_that_move_together() -> None:
+    datasets = ("a",) * 4
+    items = [
+        History("x", np.array([1.0, 1.2, 0.9, 1.0]), datasets),
+        History("y", np.array([1.0, 1.1, 0.8, 1.04]), datasets),
+        History("z", np.array([1.0, 1.3, 1.0, 0.97]), datasets),
+    ]
+    levels = yardstick.job_levels(items, 1, 3)
+    assert [lv.index for lv in levels] == [1, 2, 3]
+    assert [(lv.above, lv.below) for lv in levels] == [(3, 0), (0, 2), (0, 0)]
+    assert levels[0].median == pytest.approx(1.2) and levels[1].median == pytest.approx(0.9)
+    with pytest.raises(SystemExit, match="not within"):
+        yardstick.job_levels(items, 2, 4)
