@@ -11,9 +11,9 @@ The yardstick (docs/changepoints.md#measured-on-performance-histories-the-yardst
 - **Series.** Windows of `LENGTH` = 160 consecutive points of each benchmark's history, starting
   at `OFFSETS`; each window is one A/A series (no change in the answer key). The default windows
   start at point 40 and 64, after the `threads2` dataset (points 0-39): there the shared machine
-  switches between busy and quiet stretches of 5-12 jobs that move all 13 benchmarks together
-  (`--jobs 0-45` prints them), real level shifts that the answer key cannot hold. The windows
-  first defined, `--offsets 0,64`, are still reported (docs/changepoints.md).
+  switches between busy and quiet stretches of 5-9 jobs that move most of the 13 benchmarks
+  together (`--jobs 0-45` prints them), real level shifts that the answer key cannot hold. The
+  windows first defined, `--offsets 0,64`, are still reported (docs/changepoints.md).
 - **Steps.** Each A/A series is copied `PLACEMENTS` times per step size; each copy gets one step:
   the tail from an index drawn uniformly from `EDGE`..n-`EDGE` is multiplied by 1 + size or
   1 - size (sign drawn), from one fixed seed.
