@@ -47,13 +47,14 @@ def detect_change_points(
     A segment shorter than `max_burst` points whose two neighbours share one level (joining them
     would not pay for a change point) is a burst, not a level: its two change points are dropped
     (docs/changepoints.md#bursts). None, the default, derives the length from the noise:
-    `floor(2 * min_size * (1 - rho))`, with rho the lag-1 persistence of the final fit's noise
-    (the one that inflates its scale). Two shortest levels for independent noise; shorter as the
-    noise persists, because then each run brings only a share 1 - rho of new noise, a short
-    excursion of persistent noise is already charged for by the inflated scale, and one that
-    still stands out is as likely a level the history briefly held; from rho = 0.5 on the window
-    is at most `min_size` and no segment is a burst. 0 keeps every segment (callers that must see
-    the raw segmentation pass it).
+    `floor(2 * min_size * (1 - rho))`, with rho the lag-1 persistence of the final round's noise
+    (the smaller of the residuals' and the differences' estimate, the one that inflates the
+    scale; white noise of 160 points gives 0 to 0.3). Two shortest levels for independent noise;
+    shorter as the noise persists, because then each run brings only a share 1 - rho of new
+    noise, a short excursion of persistent noise is already charged for by the inflated scale,
+    and one that still stands out is as likely a level the history briefly held; from rho = 0.5
+    on the window is at most `min_size` and no segment is a burst. 0 keeps every segment
+    (callers that must see the raw segmentation pass it).
     Series shorter than `2 * min_size` have no change points; NaN or infinity is a ValueError.
     """
     x = _as_series(values)
