@@ -267,7 +267,9 @@ def _refresh(
     # shortest cuttable series no series can have a change point, so its points are not read
     # (what is stored there still goes through _replace, which drops the open ones).
     if window.runs >= _SHORTEST_WITH_CHANGES:
-        for key, points in _points(session, branch=branch, window=window, ids=benchmarks):
+        for key, points in _points(
+            session, project_id=project_id, branch=branch, window=window, ids=benchmarks
+        ):
             if key not in wanted:
                 continue
             seen.add(key)
@@ -320,20 +322,33 @@ def _write(session: Session, writes: _Writes) -> None:
 
 
 def _points(
-    session: Session, *, branch: str, window: Window, ids: Select[Any]
+    session: Session, *, project_id: int, branch: str, window: Window, ids: Select[Any]
 ) -> Iterator[tuple[SeriesKey, list[_Point]]]:
     """The points of each series of the benchmarks `ids` selects in `window`, one series at a
-    time in (benchmark id, metric) order, from one streamed query."""
+    time in (benchmark id, metric) order, from one streamed query.
+
+    A point's commit and time are its run's (a measurement's `started_at` is a copy of its
+    run's), read once per run of the window rather than joined and decoded once per point: for
+    a long history that decoding was half the time of reading the points.
+    """
+    runs = {
+        run_id: (commit, started_at)
+        for run_id, commit, started_at in session.execute(
+            select(models.Run.id, models.Run.commit, models.Run.started_at).where(
+                models.Run.project_id == project_id,
+                models.Run.branch == branch,
+                models.Run.started_at >= window.start,
+                models.Run.started_at <= window.end,
+            )
+        )
+    }
     statement = (
         select(
             models.Measurement.benchmark_id,
             models.Measurement.metric,
             models.Measurement.run_id,
-            models.Run.commit,
-            models.Measurement.started_at,
             models.Measurement.median,
         )
-        .join(models.Run, models.Run.id == models.Measurement.run_id)
         .where(
             models.Measurement.benchmark_id.in_(ids.scalar_subquery()),
             models.Measurement.branch == branch,
@@ -351,12 +366,14 @@ def _points(
     )
     key: SeriesKey | None = None
     points: list[_Point] = []
-    for benchmark_id, metric, run_id, commit, started_at, median in session.execute(statement):
+    # On the session's connection, not through the ORM session: plain rows, without its
+    # per-row loading steps.
+    for benchmark_id, metric, run_id, median in session.connection().execute(statement):
         if (benchmark_id, metric) != key:
             if key is not None:
                 yield key, points
             key, points = (benchmark_id, metric), []
-        points.append(_Point(run_id, commit, started_at, median))
+        points.append(_Point(run_id, *runs[run_id], median))
     if key is not None:
         yield key, points
 
