@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -11,11 +12,13 @@ import pytest
 
 from perfgate.errors import DocumentError, DocumentTooLargeError
 from perfgate.results import (
+    ResultsDocument,
     load_document,
     make_key,
     parse_document,
     parse_document_bytes,
 )
+from synthetic import synthetic_document
 
 Mutation = Callable[[dict[str, Any]], None]
 
@@ -38,6 +41,33 @@ def test_content_hash_ignores_formatting_but_not_content(doc_data: dict[str, Any
     assert first.content_hash() == second.content_hash()
     _time(doc_data)["samples"][0] *= 1.5
     assert parse_document(doc_data).content_hash() != first.content_hash()
+
+
+def _one_dump_hash(doc: ResultsDocument) -> str:
+    """The content hash as the store has always defined it: one canonical dump, hashed."""
+    text = json.dumps(doc.to_json_dict(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.mark.parametrize("benchmarks", [0, 1, 3, 1024, 1025, 2500])
+def test_content_hash_is_the_hash_of_one_canonical_dump(benchmarks: int) -> None:
+    """The hash is fed in pieces (a slice of benchmarks at a time); the pieces must join to the
+    text of one dump, or every stored run's hash would change. Slice edges, no benchmarks,
+    non-ASCII text, free-form run and environment fields and mixed params are covered."""
+    data = synthetic_document(
+        benchmarks=benchmarks, samples=3, seed=benchmarks, ops_per_benchmark=1
+    )
+    data["run"]["ci"] = {"zeta": [1, 2.5, None], "alpha": {"ü": "ß\u2603", "b": True}}
+    data["environment"]["notes"] = 'émoji \U0001f680 and \\ "quotes"'
+    for i, bench in enumerate(data["benchmarks"]):
+        bench["tags"] = ["größe", f"t{i % 7}"]
+        bench["params"] = {"n": i, "dtype": "bf16" if i % 2 else "fp32", "on": i % 3 == 0}
+        bench["key"] = make_key(bench["name"], bench["params"])
+    doc = parse_document(data)
+    assert "".join(doc.canonical_pieces()) == json.dumps(
+        doc.to_json_dict(), sort_keys=True, separators=(",", ":")
+    )
+    assert doc.content_hash() == _one_dump_hash(doc)
 
 
 @pytest.mark.parametrize(

@@ -12,12 +12,12 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticCustomError
 
 from perfgate import document_json
@@ -268,11 +268,51 @@ class ResultsDocument(_Model):
         return self.model_dump(mode="json", by_alias=True)
 
     def content_hash(self) -> str:
-        """sha256 of the canonical JSON: equal for documents with equal content, however written."""
-        # The collector paused: the dump of a large document is millions of objects (gc_pause).
+        """sha256 of the canonical JSON: equal for documents with equal content, however written.
+
+        The canonical JSON is `json.dumps(self.to_json_dict(), sort_keys=True, separators=(",",
+        ":"))`, fed to the hash piece by piece (`canonical_pieces`): the text of a large document
+        and its dump to dicts are never whole in memory.
+        """
+        digest = hashlib.sha256()
+        # The collector paused: each slice's dump is many thousands of objects (gc_pause).
         with gc_paused():
-            canonical = json.dumps(self.to_json_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
+            for piece in self.canonical_pieces():
+                digest.update(piece.encode())
+        return digest.hexdigest()
+
+    def canonical_pieces(self) -> Iterator[str]:
+        """The canonical JSON of the document in pieces whose concatenation is the whole text:
+        the benchmarks are dumped `_HASH_SLICE` at a time, in order, between the other fields in
+        sorted key order. `json.dumps` writes a list or an object as its members' texts joined
+        by the separator, so the pieces join to exactly the text of one dump."""
+        head = self.model_dump(mode="json", by_alias=True, exclude={"benchmarks"})
+        separator = "{"
+        for key in sorted([*head, "benchmarks"]):
+            yield separator + json.dumps(key) + ":"
+            separator = ","
+            if key != "benchmarks":
+                yield _canonical(head[key])
+                continue
+            yield "["
+            for start in range(0, len(self.benchmarks), _HASH_SLICE):
+                chunk = _BENCHMARKS.dump_python(
+                    self.benchmarks[start : start + _HASH_SLICE], mode="json", by_alias=True
+                )
+                # The list's text without its brackets: the slice's members, joined.
+                yield ("," if start else "") + _canonical(chunk)[1:-1]
+            yield "]"
+        yield "}"
+
+
+# Benchmarks dumped and written per piece of the content hash: large enough that the per-call
+# cost is nothing, small enough that a slice's dicts and text are a few MiB at most.
+_HASH_SLICE = 1024
+_BENCHMARKS: TypeAdapter[list[Benchmark]] = TypeAdapter(list[Benchmark])
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 # --- loading --------------------------------------------------------------------------------------
