@@ -48,6 +48,9 @@ from perfgate.stats.two_sample import (
 )
 
 DETERMINISTIC_METHODS = {"cuda_allocator"}
+# A `method` with this prefix is a digest of what ran (kernel_launches: the kernels' names), not
+# how the figure was measured: sides that differ in it are compared, the change being the point.
+DIGEST_METHOD_PREFIX = "kernels:"
 # Peak RSS is counted in pages and per-thread batches: below this, a difference is no change.
 RSS_RESOLUTION_BYTES = 1024 * 1024
 
@@ -326,6 +329,8 @@ def compare_documents(
                 verdict: Verdict = "missing" if hm is None else "new"
                 reason = "only in base" if hm is None else "only in head"
                 results.append(_plain(header, bm, hm, verdict, reason))
+            elif (unlike := _unlike_methods(bm, hm)) is not None:
+                results.append(_plain(header, bm, hm, "inconclusive", unlike))
             elif metric == "throughput" and key in timed_set and bm.rounds and hm.rounds:
                 mirrors.append(len(results))
                 results.append(_plain(header, bm, hm, "inconclusive", ""))
@@ -448,6 +453,17 @@ def compare_documents(
         results=results,
         common_factor=common,
     )
+
+
+def _unlike_methods(base: _Metric, head: _Metric) -> str | None:
+    """Why the sides cannot be compared when they measured the metric in different ways (say
+    compile_time as wall seconds in base, CPU seconds in head); None when they can."""
+    b, h = base.method, head.method
+    if b is None or h is None or b == h:
+        return None
+    if b.startswith(DIGEST_METHOD_PREFIX) and h.startswith(DIGEST_METHOD_PREFIX):
+        return None
+    return f"not comparable: measured as {b} in base, {h} in head"
 
 
 def _listed(factors: np.ndarray | None) -> list[float] | None:
