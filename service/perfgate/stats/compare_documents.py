@@ -51,6 +51,8 @@ DETERMINISTIC_METHODS = {"cuda_allocator"}
 # A `method` with this prefix is a digest of what ran (kernel_launches: the kernels' names), not
 # how the figure was measured: sides that differ in it are compared, the change being the point.
 DIGEST_METHOD_PREFIX = "kernels:"
+# How a results document declares a metric informational: its note starts with this word.
+INFORMATIONAL_NOTE_PREFIX = "informational"
 # Peak RSS is counted in pages and per-thread batches: below this, a difference is no change.
 RSS_RESOLUTION_BYTES = 1024 * 1024
 
@@ -63,6 +65,7 @@ class _Metric:
     method: str | None
     rounds: list[np.ndarray] = field(default_factory=list)
     value: float | None = None
+    informational: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,7 @@ def _collect(documents: Sequence[ResultsDocument]) -> dict[str, _Bench]:
                 slot = entry.metrics.setdefault(
                     name, _Metric(metric.unit, metric.direction, metric.exact, metric.method)
                 )
+                slot.informational |= _declared_informational(metric.note)
                 if metric.samples is not None:
                     slot.rounds.extend(
                         np.asarray(r, dtype=np.float64) for r in metric.round_slices()
@@ -112,6 +116,12 @@ def _collect(documents: Sequence[ResultsDocument]) -> dict[str, _Bench]:
                     if name == "allocated_bytes":
                         entry.allocations = allocations_of(metric.value, metric.note)
     return side
+
+
+def _declared_informational(note: str | None) -> bool:
+    """Whether a metric's note declares it informational (how the harness marks the figures it
+    records but never decides on: peak RSS, a compile's wall seconds)."""
+    return note is not None and note.lstrip().lower().startswith(INFORMATIONAL_NOTE_PREFIX)
 
 
 def _median_log(rounds: Sequence[np.ndarray]) -> float:
@@ -392,6 +402,10 @@ def compare_documents(
                         f"known speed levels ({_levels_text(floor)}), not a new one"
                     ),
                 )
+            elif prior.informational:
+                # Recorded for people to read, never decided on, nor flagged (docs/results.md).
+                if verdict in ("regression", "improvement"):
+                    verdict, reason = "inconclusive", f"informational: {reason}"
             elif verdict == "inconclusive" and possible_regression(estimate, threshold=threshold):
                 flag = POSSIBLE_REGRESSION
                 reason = f"possible regression: {reason}"
@@ -556,6 +570,7 @@ def _summary(metric: _Metric | None) -> SideSummary | None:
 def _plain(
     header: _Header, bm: _Metric | None, hm: _Metric | None, verdict: Verdict, reason: str
 ) -> MetricResult:
+    informational = any(m is not None and m.informational for m in (bm, hm))
     return MetricResult(
         key=header.key,
         benchmark=header.benchmark,
@@ -573,6 +588,7 @@ def _plain(
         threshold=header.threshold,
         verdict=verdict,
         reason=reason,
+        informational=informational,
     )
 
 
