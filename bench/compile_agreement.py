@@ -1,11 +1,12 @@
 """A/A for cold compiles: do two sides of separate processes give the same compile_time?
 
 Runs `perfgate run -k mlp_compiled` (examples/benchmarks) in 2N fresh processes, alternating
-between side A and side B, each process one cold compile (a private inductor cache, one compile
-thread). Prints per side and pooled: the mean, sd (% of the mean) and largest/smallest ratio of
-compile_time (user CPU seconds, the compared figure) and of the informational compile_wall_time;
-the distinct values of the exact graph_breaks, recompiles and compiled_kernels; and the verdict
-of `perfgate compare A B` (each side a folder of its N results files) for compile_time.
+between side A and side B (A B B A ...), each process one cold compile (a private inductor
+cache, one compile thread). Prints per side and pooled: the mean, sd (% of the mean) and
+largest/smallest ratio of compile_time (user CPU seconds, the compared figure) and of the
+informational compile_wall_time; the distinct values of the exact graph_breaks, recompiles and
+compiled_kernels; and the verdict of `perfgate compare A B` (each side a folder of its N
+results files) for compile_time.
 
 Run: nice -n 10 .venv/bin/python bench/compile_agreement.py [--processes 10] [--max-time 0.2]
 """
@@ -101,8 +102,11 @@ def main() -> None:
     values: dict[str, dict[str, list[float]]] = {s: {"cpu": [], "wall": []} for s in sides}
     exact: dict[str, set[float]] = {name: set() for name in EXACT}
     for index in range(args.processes):
-        # Alternating sides, so that the machine's slow drift reaches both alike.
-        for side, folder in sides.items():
+        # Alternating sides (A B B A ...), so that the machine's slow drift and whatever one
+        # process leaves for the next reach both alike.
+        order = ["A", "B"] if index % 2 == 0 else ["B", "A"]
+        for side in order:
+            folder = sides[side]
             out = folder / f"{index:02d}.json"
             run_process(out, max_time=args.max_time)
             metrics = metrics_of(out)
