@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -76,6 +77,23 @@ def spread(values: list[float]) -> str:
     )
 
 
+def paired(base: list[float], head: list[float]) -> str:
+    """The sides' difference from neighbouring processes (B_i against A_i, run one after the
+    other): what the comparison would show if the machine's slow drift, which reaches both
+    sides alike, were taken out. A diagnostic; the comparator treats the processes as
+    independent."""
+    from scipy import stats
+
+    diffs = [math.log(h / b) for b, h in zip(base, head, strict=True)]
+    mean = statistics.fmean(diffs)
+    half = float(stats.t.ppf(0.975, len(diffs) - 1)) * statistics.stdev(diffs) / len(diffs) ** 0.5
+    return (
+        f"{math.expm1(mean):+.1%} (95% CI {math.expm1(mean - half):+.1%} to "
+        f"{math.expm1(mean + half):+.1%}), sd of a pair's difference "
+        f"{statistics.stdev(diffs):.1%}"
+    )
+
+
 def compare(base: Path, head: Path) -> dict[str, object]:
     command = [sys.executable, "-m", "perfgate", "compare", str(base), str(head)]
     done = subprocess.run(
@@ -127,6 +145,7 @@ def main() -> None:
     pooled_wall = values["A"]["wall"] + values["B"]["wall"]
     print(f"pooled compile_time (user CPU): {spread(pooled_cpu)}")
     print(f"pooled compile_wall_time:       {spread(pooled_wall)}")
+    print(f"paired B vs A (diagnostic): {paired(values['A']['cpu'], values['B']['cpu'])}")
     for name, seen in exact.items():
         print(f"{name}: {sorted(seen)} over {2 * args.processes} processes")
     result = compare(sides["A"], sides["B"])
