@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from perfgate.harness.compile_clock import ClockReading, generated_kernels, read_clock
 from perfgate.harness.profile_events import HARNESS_MARK, host_launches, kernel_names
 
 # Op families that do real arithmetic; one of these without a FlopCounterMode formula means the
@@ -211,10 +212,15 @@ def count_kernel_launches(
 
 @dataclass(frozen=True)
 class CompileMetrics:
+    #: User CPU seconds of the compile, its compiler subprocesses included (`compile_clock.py`).
     compile_time: float
+    #: Wall seconds of the same compile: what a person waits, and what the machine's load moves.
+    compile_wall_time: float
     compile_note: str | None
     graph_breaks: int
     recompiles: int
+    #: Kernels inductor generated for the first compile; None when inductor generated none.
+    compiled_kernels: int | None = None
 
 
 class CompileWatch:
@@ -233,6 +239,10 @@ class CompileWatch:
         self.frames_after_setup = 0
         self.frames_after_first_call = 0
         self.breaks_after_first_call = 0
+        never = ClockReading(wall=0.0, cpu=0.0)
+        self.clock_at_start = self.clock_after_setup = self.clock_after_first_call = never
+        self.kernels_at_start: int | None = None
+        self.kernels_after_first_call: int | None = None
 
     @staticmethod
     def _counters() -> Any:
@@ -263,8 +273,11 @@ class CompileWatch:
                 torch._dynamo.utils.counters.clear()
         self.frames_at_start = self._frames(since_start=False)
         self.breaks_at_start = self._breaks(since_start=False)
+        self.kernels_at_start = generated_kernels()
+        self.clock_at_start = read_clock()
 
     def after_setup(self) -> None:
+        self.clock_after_setup = read_clock()
         self.frames_after_setup = self._frames()
 
     def _breaks(self, *, since_start: bool = True) -> int:
@@ -273,8 +286,18 @@ class CompileWatch:
         return total - self.breaks_at_start if since_start else total
 
     def after_first_call(self) -> None:
+        self.clock_after_first_call = read_clock()
         self.frames_after_first_call = self._frames()
         self.breaks_after_first_call = self._breaks()
+        self.kernels_after_first_call = generated_kernels()
+
+    def _kernels(self) -> int | None:
+        """Kernels generated from setup to the end of the first call (the first compile)."""
+        after = self.kernels_after_first_call
+        if after is None:
+            return None
+        count = after - (self.kernels_at_start or 0)
+        return count if count > 0 else None
 
     def finish(
         self, *, setup_s: float, first_call_s: float, per_call_s: float
@@ -288,14 +311,22 @@ class CompileWatch:
         if self.frames_after_first_call > 0:
             graph_breaks = self.breaks_after_first_call
         if self.frames_after_first_call > self.frames_after_setup:
-            compile_time = max(0.0, first_call_s - per_call_s)
+            # The first call compiled and ran once: one call's cost comes off (its CPU seconds
+            # are its wall seconds when it runs on one thread, and a call is milliseconds
+            # against a compile's seconds).
+            spent = self.clock_after_first_call.since(self.clock_after_setup)
+            wall = max(0.0, first_call_s - per_call_s)
+            cpu = max(0.0, spent.cpu - per_call_s)
             note = None
         else:
-            compile_time = setup_s
+            spent = self.clock_after_setup.since(self.clock_at_start)
+            wall, cpu = setup_s, spent.cpu
             note = "compiled inside setup: compile_time is the whole setup"
         return CompileMetrics(
-            compile_time=compile_time,
+            compile_time=cpu,
+            compile_wall_time=wall,
             compile_note=note,
             graph_breaks=graph_breaks,
             recompiles=max(0, frames - self.frames_after_first_call),
+            compiled_kernels=self._kernels(),
         )

@@ -183,7 +183,7 @@ def compared_line(comparison: Comparison, *, quiet: bool) -> str:
         f"{_plural(len(results), 'result')} ({named})"
     )
     line += ": no benchmark got measurably slower or faster." if quiet else "."
-    if any(r.verdict == "inconclusive" and r.flag is None for r in results):
+    if any(r.verdict == "inconclusive" and r.flag is None and not r.informational for r in results):
         line += (
             " Inconclusive results narrow with more rounds (`perfgate run --rounds 3`) or "
             "base-branch history."
@@ -374,13 +374,23 @@ def _moved(result: MetricResult) -> float:
     return abs(math.log(change))
 
 
+def _aside(result: MetricResult) -> bool:
+    """An informational result that is inconclusive: counted in the comment, not listed."""
+    return result.informational and result.verdict == "inconclusive"
+
+
 def others_folded(
     ordered: list[MetricResult], *, quiet: bool, branch: str | None, budget: int
 ) -> list[str]:
     """Errors, missing, new and inconclusive results (largest moves first), each with why;
-    unchanged ones only counted. A few rows when nothing changed, more otherwise."""
+    unchanged ones only counted. A few rows when nothing changed, more otherwise.
+
+    An informational metric that did not settle (peak RSS, a compile's wall seconds) is
+    counted, not listed: it is inconclusive by nature, and listing it would bury the results a
+    reader can act on. Its errors, missing and new results are listed like any other.
+    """
     others = sorted(
-        (r for r in ordered if r.verdict in _OTHER_ORDER and r.flag is None),
+        (r for r in ordered if r.verdict in _OTHER_ORDER and r.flag is None and not _aside(r)),
         key=lambda r: (_OTHER_ORDER[r.verdict], -_moved(r), r.key, r.metric),
     )
     if not others:
@@ -396,6 +406,9 @@ def others_folded(
     )
     unchanged = sum(r.verdict == "unchanged" for r in ordered)
     rest = f"; {unchanged:,} unchanged" if unchanged else ""
+    informational = sum(_aside(r) for r in ordered)
+    if informational:
+        rest += f"; {informational:,} informational, not listed"
     if not fitted:
         return [f"_{summary}{rest}: not listed, to stay under GitHub's comment size limit._", ""]
     if len(fitted) < len(others):

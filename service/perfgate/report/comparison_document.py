@@ -83,6 +83,9 @@ def result_to_json(result: MetricResult) -> dict[str, Any]:
     if result.baseline_runs:
         # Optional: history runs pooled with the base side into the baseline of `ratio`.
         data["baseline_runs"] = result.baseline_runs
+    if result.informational:
+        # Optional: a metric the documents declare informational (never acted on).
+        data["informational"] = True
     if result.allocation_attribution:
         # Optional: a memory metric's allocating ops whose bytes per call moved.
         data["allocation_attribution"] = [
@@ -201,6 +204,7 @@ def _result_from(result: ResultModel) -> MetricResult:
         flag=result.flag,
         levels=tuple(result.levels),
         baseline_runs=result.baseline_runs,
+        informational=result.informational,
         allocation_attribution=[
             OpBytesDelta(
                 op=d.op,

@@ -118,6 +118,7 @@ class ResultModel(_Model):
     levels: list[Number] = Field(default_factory=list)
     baseline_runs: Count = 0
     allocation_attribution: list[OpBytesDeltaModel] = Field(default_factory=list)
+    informational: bool = False
 
 
 class CommonModel(_Model):

@@ -48,6 +48,11 @@ from perfgate.stats.two_sample import (
 )
 
 DETERMINISTIC_METHODS = {"cuda_allocator"}
+# A `method` with this prefix is a digest of what ran (kernel_launches: the kernels' names), not
+# how the figure was measured: sides that differ in it are compared, the change being the point.
+DIGEST_METHOD_PREFIX = "kernels:"
+# How a results document declares a metric informational: its note starts with this word.
+INFORMATIONAL_NOTE_PREFIX = "informational"
 # Peak RSS is counted in pages and per-thread batches: below this, a difference is no change.
 RSS_RESOLUTION_BYTES = 1024 * 1024
 
@@ -60,6 +65,7 @@ class _Metric:
     method: str | None
     rounds: list[np.ndarray] = field(default_factory=list)
     value: float | None = None
+    informational: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,7 @@ def _collect(documents: Sequence[ResultsDocument]) -> dict[str, _Bench]:
                 slot = entry.metrics.setdefault(
                     name, _Metric(metric.unit, metric.direction, metric.exact, metric.method)
                 )
+                slot.informational |= _declared_informational(metric.note)
                 if metric.samples is not None:
                     slot.rounds.extend(
                         np.asarray(r, dtype=np.float64) for r in metric.round_slices()
@@ -109,6 +116,12 @@ def _collect(documents: Sequence[ResultsDocument]) -> dict[str, _Bench]:
                     if name == "allocated_bytes":
                         entry.allocations = allocations_of(metric.value, metric.note)
     return side
+
+
+def _declared_informational(note: str | None) -> bool:
+    """Whether a metric's note declares it informational (how the harness marks the figures it
+    records but never decides on: peak RSS, a compile's wall seconds)."""
+    return note is not None and note.lstrip().lower().startswith(INFORMATIONAL_NOTE_PREFIX)
 
 
 def _median_log(rounds: Sequence[np.ndarray]) -> float:
@@ -326,11 +339,15 @@ def compare_documents(
                 verdict: Verdict = "missing" if hm is None else "new"
                 reason = "only in base" if hm is None else "only in head"
                 results.append(_plain(header, bm, hm, verdict, reason))
+            elif (unlike := _unlike_methods(bm, hm)) is not None:
+                results.append(_plain(header, bm, hm, "inconclusive", unlike))
             elif metric == "throughput" and key in timed_set and bm.rounds and hm.rounds:
                 mirrors.append(len(results))
                 results.append(_plain(header, bm, hm, "inconclusive", ""))
             elif bm.rounds and hm.rounds:
                 floor = floors.get(key, default_floor) if metric == "time" else default_floor
+                if metric != "time":
+                    floor = _one_per_process_floor(bm.rounds, hm.rounds, floor) or floor
                 own_factors = metric == "time" and key in timed_set
                 baseline = baselines.get(key) if metric == "time" else None
                 estimate = estimate_sampled(
@@ -387,6 +404,10 @@ def compare_documents(
                         f"known speed levels ({_levels_text(floor)}), not a new one"
                     ),
                 )
+            elif prior.informational:
+                # Recorded for people to read, never decided on, nor flagged (docs/results.md).
+                if verdict in ("regression", "improvement"):
+                    verdict, reason = "inconclusive", f"informational: {reason}"
             elif verdict == "inconclusive" and possible_regression(estimate, threshold=threshold):
                 flag = POSSIBLE_REGRESSION
                 reason = f"possible regression: {reason}"
@@ -448,6 +469,52 @@ def compare_documents(
         results=results,
         common_factor=common,
     )
+
+
+def _one_per_process_floor(
+    base_rounds: Sequence[np.ndarray], head_rounds: Sequence[np.ndarray], suite: NoiseFloor
+) -> NoiseFloor | None:
+    """The floor of a metric measured once per process (compile_time), from its own rounds.
+
+    Each round is then one process's figure, so the rounds' spread is exactly the
+    process-to-process noise that the suite's timing floor only stands in for (a compile's CPU
+    seconds spread unlike a call's time). The machine's share between the sides stays the
+    suite's. None (the suite's floor applies) with fewer than two rounds a side, a round of
+    several samples, or a figure of 0.
+    """
+    rounds = (base_rounds, head_rounds)
+    if any(len(side) < 2 or any(r.size != 1 for r in side) for side in rounds):
+        return None
+    logs = [np.log(np.concatenate(side)) for side in rounds if _positive(side)]
+    if len(logs) != 2:
+        return None
+    df = sum(side.size for side in logs) - 2
+    process_var = sum(float(np.sum((side - side.mean()) ** 2)) for side in logs) / df
+    own = process_var * sum(noise_model.level_variance(side.size) for side in logs)
+    machine = suite.machine_var
+    # Welch-Satterthwaite: the machine's share carries the suite's degrees of freedom.
+    weight = own**2 / df + machine**2 / max(suite.df, 1.0)
+    return NoiseFloor(
+        var=own + machine,
+        df=(own + machine) ** 2 / weight if weight > 0 else float(df),
+        process_sigma=math.sqrt(process_var),
+        machine_var=suite.machine_var,
+        sources=(f"its own {df + 2} processes",),
+        pooled_sigma=math.sqrt(process_var),
+        machine_assumed=suite.machine_assumed,
+        machine_observed=suite.machine_observed,
+    )
+
+
+def _unlike_methods(base: _Metric, head: _Metric) -> str | None:
+    """Why the sides cannot be compared when they measured the metric in different ways (say
+    compile_time as wall seconds in base, CPU seconds in head); None when they can."""
+    b, h = base.method, head.method
+    if b is None or h is None or b == h:
+        return None
+    if b.startswith(DIGEST_METHOD_PREFIX) and h.startswith(DIGEST_METHOD_PREFIX):
+        return None
+    return f"not comparable: measured as {b} in base, {h} in head"
 
 
 def _listed(factors: np.ndarray | None) -> list[float] | None:
@@ -540,6 +607,7 @@ def _summary(metric: _Metric | None) -> SideSummary | None:
 def _plain(
     header: _Header, bm: _Metric | None, hm: _Metric | None, verdict: Verdict, reason: str
 ) -> MetricResult:
+    informational = any(m is not None and m.informational for m in (bm, hm))
     return MetricResult(
         key=header.key,
         benchmark=header.benchmark,
@@ -557,6 +625,7 @@ def _plain(
         threshold=header.threshold,
         verdict=verdict,
         reason=reason,
+        informational=informational,
     )
 
 

@@ -92,6 +92,9 @@ class MetricResult:
     # A memory metric's allocating ops whose bytes moved, largest move first (the ops behind an
     # `allocated_bytes` or `peak_allocated_bytes` change); empty without per-op bytes.
     allocation_attribution: list[OpBytesDelta] = field(default_factory=list)
+    # A metric its documents declare informational (a `note` starting "informational"; peak RSS,
+    # a compile's wall seconds): shown in full results, never a verdict a reader must act on.
+    informational: bool = False
 
     @property
     def delta(self) -> float | None:
