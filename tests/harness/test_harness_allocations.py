@@ -23,6 +23,7 @@ from perfgate.harness.compile_cache import (  # noqa: E402
     PrivateCompileCache,
 )
 from perfgate.harness.discovery import discover  # noqa: E402
+from perfgate.harness.entries import entry_json  # noqa: E402
 from perfgate.harness.measure import MeasureSettings, run_instances  # noqa: E402
 from perfgate.harness.progress import NullReporter  # noqa: E402
 
@@ -169,7 +170,7 @@ def test_every_instance_compiles_against_an_empty_private_cache(monkeypatch, tmp
     assert "TRITON_CACHE_DIR" not in os.environ
     assert not Path(str(first["TORCHINDUCTOR_CACHE_DIR"])).parent.exists()
     for result in results.values():
-        metrics = result.entry["metrics"]
+        metrics = entry_json(result.entry)["metrics"]
         assert metrics["compile_time"]["method"] == COLD_METHOD
         assert len(metrics["compile_time"]["samples"]) == 1
         assert metrics["graph_breaks"]["exact"] and metrics["recompiles"]["exact"]
@@ -185,7 +186,7 @@ def test_a_cpu_run_records_exact_allocations_and_peak_rss_as_informational():
         settings=MeasureSettings(max_time=0.05, profile=False),
         reporter=NullReporter(),
     )
-    metrics = results["copy"].entry["metrics"]
+    metrics = entry_json(results["copy"].entry)["metrics"]
     size = x.numel() * x.element_size()
     assert metrics["allocated_bytes"] == {
         "unit": "B",

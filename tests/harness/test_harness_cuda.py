@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 from fake_cuda import install  # noqa: E402
 
 from perfgate.harness import timing as timing_module  # noqa: E402
+from perfgate.harness.entries import entry_json  # noqa: E402
 from perfgate.harness.memory import measure_peak_memory  # noqa: E402
 from perfgate.harness.timing import CpuTimer, CudaEventTimer, make_synchronize, make_timer  # noqa: E402
 from perfgate.harness.timing_findings import timing_findings  # noqa: E402
@@ -96,7 +97,7 @@ def test_a_launch_bound_callable_is_timed_by_its_host_time_and_flagged(monkeypat
     assert timer.details["host"] == pytest.approx(20e-6, rel=0.05)
     samples = [block / 100] * 20
     found = timing_findings(samples, {"host": [timer.details["host"]] * 20}, key="tiny")
-    assert found.metrics["host_time"]["samples"] == [timer.details["host"]] * 20
+    assert found.metrics["host_time"].samples == [timer.details["host"]] * 20
     assert any(note.startswith("launch-bound") for note in found.notes)
     assert "launch-bound" in found.warnings[0]
 
@@ -211,17 +212,18 @@ def test_a_launch_bound_instance_records_host_time_and_a_note(monkeypatch, tmp_p
     )
     result = _measure(instances["tiny"])
     assert result.error is None, result.entry
-    metrics = result.entry["metrics"]
+    metrics = entry_json(result.entry)["metrics"]
     assert metrics["time"]["method"] == "cuda_events"
     assert sorted(metrics["time"]["samples"])[10] == pytest.approx(20e-6, rel=0.1)
     assert len(metrics["host_time"]["samples"]) == len(metrics["time"]["samples"])
     assert metrics["time"]["note"].startswith("launch-bound")
     assert any("launch-bound" in w for w in result.warnings)
-    _entry_document(result.entry)  # still a valid results@1 entry
+    _entry_document(entry_json(result.entry))  # still a valid results@1 entry
 
     queued = _measure(instances["tiny"], device_timing="queued")
-    assert queued.entry["metrics"]["time"]["method"] == "cuda_events_queued"
-    assert sorted(queued.entry["metrics"]["time"]["samples"])[10] == pytest.approx(2e-6, rel=0.1)
+    queued_time = entry_json(queued.entry)["metrics"]["time"]
+    assert queued_time["method"] == "cuda_events_queued"
+    assert sorted(queued_time["samples"])[10] == pytest.approx(2e-6, rel=0.1)
 
 
 POISON = """
@@ -433,8 +435,8 @@ def test_on_cuda_the_profiler_attaches_only_after_every_instance_was_timed(monke
     ]
     assert torch.cuda.setups == 4  # each instance set up again for its profiler passes
     for result in results.values():
-        assert result.entry["metrics"]["kernel_launches"]["value"] == 1
-        metrics = result.entry["metrics"]
+        assert entry_json(result.entry)["metrics"]["kernel_launches"]["value"] == 1
+        metrics = entry_json(result.entry)["metrics"]
         assert metrics["peak_allocated_bytes"]["method"] == "cuda_allocator"
         assert metrics["allocated_bytes"]["exact"] is True
         # The allocator's peak is peak_allocated_bytes; it is not repeated as peak_memory.
@@ -485,8 +487,8 @@ def test_cold_cache_is_recorded_in_the_entry(monkeypatch, tmp_path):
         """,
     )
     result = _measure(instances["k"], cold_cache=True)
-    assert result.entry["metrics"]["time"]["method"] == "cuda_events_cold_l2"
-    _entry_document(result.entry)
+    assert entry_json(result.entry)["metrics"]["time"]["method"] == "cuda_events_cold_l2"
+    _entry_document(entry_json(result.entry))
 
 
 def test_throttled_samples_are_flagged_from_nvml(monkeypatch, tmp_path):
@@ -514,7 +516,7 @@ def test_throttled_samples_are_flagged_from_nvml(monkeypatch, tmp_path):
 
     fake.launch = launch
     result = _measure(instances["k"], max_time=0.3)
-    time = result.entry["metrics"]["time"]
+    time = entry_json(result.entry)["metrics"]["time"]
     assert nvml.samples >= len(time["samples"])
     assert "samples taken while the GPU throttled" in time["note"]
     assert any("throttled" in w for w in result.warnings)

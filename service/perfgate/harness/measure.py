@@ -24,6 +24,7 @@ from perfgate.harness.counters import (
 from perfgate.harness.device_errors import DeviceContextLostError, context_lost
 from perfgate.harness.devices import is_cuda
 from perfgate.harness.discovery import one_line
+from perfgate.harness.entries import add_note, new_entry, sampled_metric
 from perfgate.harness.gpu_state import MonitoredTimer, open_device
 from perfgate.harness.passes import secondary_passes
 from perfgate.harness.progress import InstanceProgress, RunReporter
@@ -36,6 +37,7 @@ from perfgate.harness.sampling import (
 )
 from perfgate.harness.timing import make_timer
 from perfgate.harness.timing_findings import timing_findings
+from perfgate.results import Benchmark
 
 # Progress updates faster than this only cost time inside the instance's budget.
 _PROGRESS_INTERVAL_S = 0.1
@@ -65,30 +67,14 @@ class MeasureSettings:
 class InstanceResult:
     """A results-document benchmark entry plus warnings for the person running it."""
 
-    entry: dict[str, Any]
+    entry: Benchmark
     warnings: list[str] = field(default_factory=list)
     #: Set when the instance's error left the CUDA context unusable (why).
     device_lost: str | None = None
 
     @property
     def error(self) -> str | None:
-        error: str | None = self.entry.get("error")
-        return error
-
-
-def base_entry(
-    name: str, key: str, params: dict[str, Any], device: str | None, tags: list[str]
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "params": params,
-        "key": key,
-        "device": device,
-        "error": None,
-        "tags": tags,
-        "metrics": {},
-        "profile": None,
-    }
+        return self.entry.error
 
 
 def sampling_config(instance: BenchmarkInstance, settings: MeasureSettings) -> SamplingConfig:
@@ -175,7 +161,7 @@ def _start(
 
     spec = instance.spec
     result = InstanceResult(
-        base_entry(spec.name, instance.key, dict(instance.params), str(device), list(spec.tags))
+        new_entry(spec.name, instance.key, instance.params, str(device), spec.tags)
     )
     reporter.instance_started(instance.key, round_index=round_index)
     # Whatever this instance compiles, it compiles cold: compile_time does not depend on what
@@ -242,8 +228,8 @@ def _failed(
     round_index: int,
     flags_before: BackendFlags,
 ) -> InstanceResult:
-    result.entry["error"] = one_line(exc)
-    reporter.instance_error(result.entry["key"], result.entry["error"], round_index=round_index)
+    result.entry.error = error = one_line(exc)
+    reporter.instance_error(result.entry.key, error, round_index=round_index)
     result.device_lost = context_lost(device, exc)
     if result.device_lost is None:
         _release(device, flags_before, result)
@@ -261,12 +247,10 @@ def _finish(
     """Metrics from the samples, the secondary passes, the progress line; releases the setup."""
     timing = started.sampler.result()
     result, spec = started.result, started.instance.spec
-    metrics = result.entry["metrics"]
+    metrics = result.entry.metrics
     per_call = timing.median
-    metrics["time"] = {"unit": "s", "direction": "lower", "samples": timing.samples}
     method = getattr(started.sampler.timer, "method", None)
-    if method:
-        metrics["time"]["method"] = method
+    metrics["time"] = sampled_metric("s", timing.samples, method=method or None)
     findings = timing_findings(timing.samples, timing.details, key=started.instance.key)
     metrics.update(findings.metrics)
     for note in findings.notes:
@@ -279,11 +263,11 @@ def _finish(
     # Interleaved: another instance's flags may be in force; the passes run under this one's.
     started.own_flags()
     if started.items is not None:
-        metrics["throughput"] = {
-            "unit": f"{spec.unit}/s",
-            "direction": "higher",
-            "samples": [started.items / s for s in timing.samples if s > 0],
-        }
+        metrics["throughput"] = sampled_metric(
+            f"{spec.unit}/s",
+            [started.items / s for s in timing.samples if s > 0],
+            direction="higher",
+        )
     compiled = started.compiled or started.watch.finish(
         setup_s=started.setup_s, first_call_s=timing.first_call, per_call_s=per_call
     )
@@ -310,11 +294,6 @@ def _finish(
     started.drop_setup()
     _release(device, started.flags_before, result)
     return result
-
-
-def add_note(metric: dict[str, Any], note: str) -> None:
-    """Append a sentence to a metric's `note` (several findings may concern one metric)."""
-    metric["note"] = f"{metric['note']}; {note}" if metric.get("note") else note
 
 
 def measure_instance(
@@ -471,7 +450,7 @@ def run_profiler_passes(
     try:
         fn = instance.call_setup(device)
         fn()  # compiles and allocates, as the first call did before timing
-        samples = result.entry["metrics"]["time"]["samples"]
+        samples = result.entry.metrics["time"].samples or []
         per_call = sorted(samples)[len(samples) // 2]
         secondary_passes(
             fn=fn,
@@ -499,7 +478,7 @@ def _release(device: Any, flags_before: BackendFlags, result: InstanceResult) ->
         # A setup's TF32 or cudnn.benchmark must not change the instances after it.
         restore_backend_flags(flags_before)
     except RuntimeError as exc:
-        result.warnings.append(f"{result.entry['key']}: {exc}")
+        result.warnings.append(f"{result.entry.key}: {exc}")
     if is_cuda(device):
         import torch
 

@@ -22,6 +22,13 @@ from perfgate.harness.counters import (
 )
 from perfgate.harness.devices import is_cuda
 from perfgate.harness.discovery import one_line
+from perfgate.harness.entries import (
+    add_note,
+    exact_metric,
+    profile_of,
+    sampled_metric,
+    value_metric,
+)
 from perfgate.harness.memory import measure_peak_memory
 from perfgate.harness.profiling import active_calls, profile_callable, trace_file_name
 from perfgate.harness.timing import make_synchronize
@@ -43,18 +50,6 @@ RSS_NOTE = (
 )
 
 
-def exact_metric(unit: str, value: int, note: str | None = None) -> dict[str, Any]:
-    metric: dict[str, Any] = {
-        "unit": unit,
-        "direction": "lower",
-        "value": int(value),
-        "exact": True,
-    }
-    if note:
-        metric["note"] = note
-    return metric
-
-
 def secondary_passes(
     *,
     fn: Callable[[], object],
@@ -70,7 +65,7 @@ def secondary_passes(
 
     `passes`: "all"; "early" (all but those that attach the profiler); "profiler" (only those).
     """
-    metrics = result.entry["metrics"]
+    metrics = result.entry.metrics
     key = instance.key
     on_device = is_cuda(device)
     synchronize = make_synchronize(device)
@@ -93,7 +88,7 @@ def secondary_passes(
         metrics["allocated_bytes"] = exact_metric("B", counted.allocated, counted.note())
         metrics["peak_allocated_bytes"] = exact_metric("B", counted.peak)
         for name in ("allocated_bytes", "peak_allocated_bytes"):
-            metrics[name]["method"] = counted.method
+            metrics[name].method = counted.method
         if not counted.consistent:
             result.warnings.append(
                 f"{key}: allocations differ between calls; the last call's are reported"
@@ -107,22 +102,17 @@ def secondary_passes(
         # On CUDA the allocator's peak is peak_allocated_bytes already; only the reserved
         # growth is new here.
         if peak.method != "cuda_allocator":
-            metrics["peak_memory"] = {
-                "unit": "B",
-                "direction": "lower",
-                "value": peak.value,
-                "method": peak.method,
-                "note": RSS_NOTE,
-            }
+            metrics["peak_memory"] = value_metric(
+                "B", peak.value, method=peak.method, note=RSS_NOTE
+            )
         if peak.reserved is not None:
-            metrics["peak_memory_reserved"] = {
-                "unit": "B",
-                "direction": "lower",
-                "value": peak.reserved,
-                "method": "cuda_reserved",
-                "note": "informational: the caching allocator's reserved memory grows in "
+            metrics["peak_memory_reserved"] = value_metric(
+                "B",
+                peak.reserved,
+                method="cuda_reserved",
+                note="informational: the caching allocator's reserved memory grows in "
                 "blocks; peak_allocated_bytes is the exact figure",
-            }
+            )
 
     op_names: list[str] = []
 
@@ -142,7 +132,7 @@ def secondary_passes(
             return
         metrics["kernel_launches"] = exact_metric("kernel", counted.per_call, counted.note())
         # Rounds and runs that chose other kernels (autotuning, cudnn.benchmark) differ here.
-        metrics["kernel_launches"]["method"] = counted.digest()
+        metrics["kernel_launches"].method = counted.digest()
         if not counted.consistent:
             result.warnings.append(f"{key}: kernel launches differ between calls; rounded")
 
@@ -157,7 +147,7 @@ def secondary_passes(
             active=active_calls(per_call),
             trace_path=trace,
         )
-        result.entry["profile"] = {"ops": profiled.ops, "trace": profiled.trace}
+        result.entry.profile = profile_of(profiled.ops, profiled.trace)
 
     if passes == "profiler":
         if on_device:
@@ -169,22 +159,14 @@ def secondary_passes(
         # One sample per measuring process, each a cold compile (harness/compile_cache.py):
         # rounds give the comparator several, as for time. CPU seconds, not wall seconds: on a
         # shared machine the wall time of a compile is mostly waiting for a core.
-        metrics["compile_time"] = {
-            "unit": "s",
-            "direction": "lower",
-            "samples": [compiled.compile_time],
-            "method": COLD_METHOD,
-        }
-        metrics["compile_wall_time"] = {
-            "unit": "s",
-            "direction": "lower",
-            "value": compiled.compile_wall_time,
-            "method": COLD_WALL_METHOD,
-            "note": COMPILE_WALL_NOTE,
-        }
+        metrics["compile_time"] = sampled_metric(
+            "s", [compiled.compile_time], method=COLD_METHOD, note=compiled.compile_note or None
+        )
+        metrics["compile_wall_time"] = value_metric(
+            "s", compiled.compile_wall_time, method=COLD_WALL_METHOD, note=COMPILE_WALL_NOTE
+        )
         if compiled.compile_note:
-            metrics["compile_time"]["note"] = compiled.compile_note
-            metrics["compile_wall_time"]["note"] += f"; {compiled.compile_note}"
+            add_note(metrics["compile_wall_time"], compiled.compile_note)
         metrics["graph_breaks"] = exact_metric("break", compiled.graph_breaks)
         metrics["recompiles"] = exact_metric("recompile", compiled.recompiles)
         if compiled.compiled_kernels is not None:

@@ -16,12 +16,13 @@ from perfgate.harness.api import BenchmarkInstance
 from perfgate.harness.device_errors import DeviceContextLostError
 from perfgate.harness.devices import is_cuda
 from perfgate.harness.discovery import DEFAULT_PATH, ImportFailure, Selection, discover
+from perfgate.harness.entries import checked
 from perfgate.harness.gitinfo import resolve_git
 from perfgate.harness.measure import InstanceResult, MeasureSettings, prepare_torch, run_instances
 from perfgate.harness.progress import NullReporter, RunReporter
 from perfgate.harness.rounds import merge_rounds, run_round
 from perfgate.harness.timing import DEVICE_TIMINGS
-from perfgate.results import SCHEMA, Benchmark, ResultsDocument, parse_benchmark, parse_document
+from perfgate.results import SCHEMA, Benchmark, ResultsDocument, parse_document
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ def _run_in_process(
 def _records(results: Mapping[str, InstanceResult]) -> dict[str, Benchmark]:
     """Measured entries as results@1 benchmarks (DocumentError names a bad field)."""
     return {
-        key: parse_benchmark(result.entry, source="perfgate run", path=key)
+        key: checked(result.entry, source="perfgate run", path=key)
         for key, result in results.items()
     }
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+
+from perfgate.harness.entries import sampled_metric
+from perfgate.results import Metric
 
 #: Host launch time at least this share of `time`: the device waited on the host.
 LAUNCH_BOUND_SHARE = 0.9
@@ -19,7 +21,7 @@ OTHER_STREAMS_SHARE = 0.05
 class Findings:
     """Metrics to add, sentences for `time.note`, warnings for the person running."""
 
-    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    metrics: dict[str, Metric] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -38,7 +40,7 @@ def timing_findings(
     per_call = statistics.median(samples)
     host = details.get("host")
     if host:
-        found.metrics["host_time"] = {"unit": "s", "direction": "lower", "samples": list(host)}
+        found.metrics["host_time"] = sampled_metric("s", host)
         host_median = statistics.median(host)
         if per_call > 0 and host_median >= LAUNCH_BOUND_SHARE * per_call:
             found.notes.append(

@@ -18,6 +18,7 @@ from perfgate.harness.allocator import pin_malloc_thresholds
 from perfgate.harness.api import BenchmarkInstance
 from perfgate.harness.device_errors import DeviceContextLostError
 from perfgate.harness.discovery import import_benchmark_file
+from perfgate.harness.entries import entry_json
 from perfgate.harness.measure import InstanceResult, prepare_torch, run_instances
 from perfgate.harness.worker_protocol import EventWriter, WorkerRequest, WorkerRequestError
 
@@ -73,7 +74,7 @@ def run_request(request: WorkerRequest, events: TextIO) -> int:
 
     def save(instance: BenchmarkInstance, result: InstanceResult) -> None:
         with results_path.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(result.entry) + "\n")
+            out.write(json.dumps(entry_json(result.entry)) + "\n")
 
     try:
         run_instances(
