@@ -20,6 +20,7 @@ from perfgate.store import migrate
 from perfgate.store.connect import Store, open_store
 from perfgate.store.engine import make_engine
 from perfgate.store.models import Base
+from suite_order import file_rank
 from synthetic import synthetic_document
 
 # The admin connection used to create throwaway databases; CI's server is trust-auth on loopback.
@@ -40,11 +41,14 @@ def _pg_available() -> str | None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that reaches PostgreSQL `postgres`, so `-m "not postgres"` means it.
+    """Mark every test that reaches PostgreSQL `postgres`, so `-m "not postgres"` means it; put
+    the longest files first (suite_order.py), each file's tests in their order.
 
     A test reaches it through a fixture that needs the server, or through a backend parameter
     (`db_url`, `empty_db_url`: "postgres"), which fetches the server only when it runs.
     """
+    # A stable sort: every xdist worker collects the same order, as xdist requires.
+    items.sort(key=lambda item: file_rank(item.nodeid))
     for item in items:
         callspec = getattr(item, "callspec", None)
         params = list(callspec.params.values()) if callspec is not None else []
