@@ -12,7 +12,7 @@ from __future__ import annotations
 
 SLOWEST_FIRST: tuple[str, ...] = (
     "tests/github/test_action_first_pr.py",
-    "tests/harness/test_harness_runner.py",
+    "tests/harness/test_harness_worker_rounds.py",
     "tests/test_document_properties.py",
     "tests/bisect/test_bisect_planted.py",
     "tests/github/test_action_run_step.py",
@@ -22,6 +22,7 @@ SLOWEST_FIRST: tuple[str, ...] = (
     "tests/harness/test_harness_allocations.py",
     "tests/github/test_action_policy.py",
     "tests/test_calibrate.py",
+    "tests/harness/test_harness_runner.py",
     "tests/test_deployment.py",
     "tests/bisect/test_bisect_cli.py",
     "tests/api/test_api_schemathesis.py",
