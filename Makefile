@@ -24,10 +24,12 @@ test: lint pytest
 
 # Four pytest-xdist workers on two cores: most of the suite's time is spent waiting on
 # subprocesses, servers and databases, not computing (one file per worker keeps each file's
-# module-scoped fixtures in one process). PYTEST_WORKERS=0 runs everything in this process.
+# module-scoped fixtures in one process). Files start in collection order, which
+# tests/conftest.py makes longest first (tests/suite_order.py): xdist's own order (most tests
+# first) could start a minute-long file last. PYTEST_WORKERS=0 runs everything in this process.
 PYTEST_WORKERS ?= 4
 pytest: $(STAMP) browser
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The dashboard's browser tests drive Debian's headless Chromium and chromedriver: installed here
 # when missing and possible (root, apt-get); otherwise those tests skip, said loudly (under CI=1

@@ -1,22 +1,18 @@
-"""run_benchmarks end to end on CPU: the document, error entries, rounds in worker processes."""
+"""run_benchmarks end to end on CPU in this process: the document, error entries, usage errors;
+merging rounds (worker processes: test_harness_worker_rounds.py)."""
 
 from __future__ import annotations
-
-import os
-import textwrap
 
 import pytest
 
 pytest.importorskip("torch")
 
-from perfgate.config import GitHubContext
-from perfgate.errors import UsageError
-from perfgate.harness.progress import InstanceProgress
-from perfgate.harness.rounds import merge_rounds
-from perfgate.harness.runner import RunOptions, resolve_device, run_benchmarks
-from perfgate.results import Benchmark, parse_document
+from run_helpers import SHA, Recorder, run_on_cpu, write_suite
 
-SHA = "0123456789abcdef0123456789abcdef01234567"
+from perfgate.errors import UsageError
+from perfgate.harness.rounds import merge_rounds
+from perfgate.harness.runner import resolve_device
+from perfgate.results import Benchmark, parse_document
 
 SUITE = """
 import torch, perfgate
@@ -55,54 +51,12 @@ def fails_while_sampled():
 """
 
 
-class Recorder:
-    def __init__(self):
-        self.events = []
-
-    def run_started(self, *, instances, rounds):
-        self.events.append(("run_started", instances, rounds))
-
-    def instance_started(self, key, *, round_index):
-        self.events.append(("started", key, round_index))
-
-    def instance_progress(self, progress):
-        self.events.append(("progress", progress.key))
-
-    def instance_finished(self, progress):
-        assert isinstance(progress, InstanceProgress)
-        self.events.append(("finished", progress.key, progress.round_index))
-
-    def instance_error(self, key, message, *, round_index):
-        self.events.append(("error", key, message, round_index))
-
-    def warning(self, message):
-        self.events.append(("warning", message))
-
-    def run_finished(self):
-        self.events.append(("run_finished",))
-
-
-def _suite(tmp_path, text=SUITE, name="bench_suite.py"):
-    folder = tmp_path / "benchmarks"
-    folder.mkdir(exist_ok=True)
-    (folder / name).write_text(textwrap.dedent(text))
-    return folder
-
-
-def _run(tmp_path, **kwargs):
-    kwargs.setdefault("max_time", 0.05)
-    reporter = kwargs.pop("reporter", None)
-    return run_benchmarks(
-        RunOptions(commit=SHA, **kwargs), reporter=reporter, github=GitHubContext(), cwd=tmp_path
-    )
-
-
 @pytest.mark.parametrize("interleave", [None, False])
 def test_a_run_produces_a_valid_document_with_all_metrics(tmp_path, interleave):
-    _suite(tmp_path)
+    write_suite(tmp_path, SUITE)
     (tmp_path / "benchmarks" / "bench_broken.py").write_text("import no_such_module_here\n")
     recorder = Recorder()
-    doc = _run(
+    doc = run_on_cpu(
         tmp_path,
         reporter=recorder,
         trace_dir="traces",
@@ -157,34 +111,34 @@ def test_a_run_produces_a_valid_document_with_all_metrics(tmp_path, interleave):
 
 
 def test_no_profile_and_filter(tmp_path):
-    _suite(tmp_path)
-    doc = _run(tmp_path, filter="mm and not 32", profile=False)
+    write_suite(tmp_path, SUITE)
+    doc = run_on_cpu(tmp_path, filter="mm and not 32", profile=False)
     assert [b.key for b in doc.benchmarks] == ["mm[n=16]"]
     assert doc.benchmarks[0].profile is None
 
 
 def test_an_empty_selection_is_a_usage_error(tmp_path):
-    _suite(tmp_path)
+    write_suite(tmp_path, SUITE)
     with pytest.raises(UsageError, match="matches none"):
-        _run(tmp_path, filter="nothing_like_this")
+        run_on_cpu(tmp_path, filter="nothing_like_this")
     (tmp_path / "empty").mkdir()
     with pytest.raises(UsageError, match="no benchmarks"):
-        _run(tmp_path, paths=["empty"])
+        run_on_cpu(tmp_path, paths=["empty"])
 
 
 def test_bad_options_are_usage_errors(tmp_path):
-    _suite(tmp_path)
+    write_suite(tmp_path, SUITE)
     with pytest.raises(UsageError, match="--rounds"):
-        _run(tmp_path, rounds=0)
+        run_on_cpu(tmp_path, rounds=0)
     with pytest.raises(UsageError, match="--max-time"):
-        _run(tmp_path, max_time=-1)
+        run_on_cpu(tmp_path, max_time=-1)
     with pytest.raises(UsageError, match="--device"):
-        _run(tmp_path, device="tpu")
+        run_on_cpu(tmp_path, device="tpu")
     # CUDA-only timing modes are refused on the CPU, not silently ignored.
     with pytest.raises(UsageError, match="--cold-cache and --device-timing queued time a CUDA"):
-        _run(tmp_path, device="cpu", device_timing="queued")
+        run_on_cpu(tmp_path, device="cpu", device_timing="queued")
     with pytest.raises(UsageError, match="this run measures on cpu"):
-        _run(tmp_path, device="cpu", cold_cache=True)
+        run_on_cpu(tmp_path, device="cpu", cold_cache=True)
 
 
 def test_device_resolution_on_a_cpu_machine():
@@ -197,50 +151,6 @@ def test_device_resolution_on_a_cpu_machine():
     for choice in ("cuda", "cuda:1"):
         with pytest.raises(UsageError, match="CUDA is not available"):
             resolve_device(choice)
-
-
-CRASHY = """
-import os, torch, perfgate
-
-@perfgate.benchmark
-def before():
-    x = torch.ones(8)
-    return lambda: x + 1
-
-@perfgate.benchmark
-def crashes():
-    os._exit(17)
-
-@perfgate.benchmark
-def after():
-    x = torch.ones(8)
-    return lambda: x * 2
-"""
-
-
-@pytest.mark.slow
-def test_rounds_run_in_worker_processes_and_pool(tmp_path):
-    _suite(tmp_path, CRASHY)
-    recorder = Recorder()
-    doc = _run(tmp_path, rounds=2, max_time=0.03, reporter=recorder)
-    by_key = {b.key: b for b in doc.benchmarks}
-    assert list(by_key) == ["before", "crashes", "after"]
-    for key in ("before", "after"):
-        time = by_key[key].metrics["time"]
-        assert len(time.rounds) == 2
-        assert sum(time.rounds) == len(time.samples)
-        assert by_key[key].error is None
-        assert by_key[key].metrics["op_count"].value == 1
-    # Profiling happens in the last round only, and still comes back.
-    assert by_key["after"].profile is not None
-    # The crash takes down only its own instance; a fresh worker runs the rest.
-    assert by_key["crashes"].error.startswith("round 1/2: worker crashed while running it")
-    assert "exit code 17" in by_key["crashes"].error
-    # Interleaved, every instance was running when it crashed: the round went on sequentially.
-    assert any(e[0] == "warning" and "one after another" in e[1] for e in recorder.events)
-    assert ("started", "after", 2) in recorder.events
-    assert ("finished", "after", 2) in recorder.events
-    parse_document(doc.to_json_dict())
 
 
 def _entry(samples, flops, error=None):
@@ -297,107 +207,3 @@ def test_merge_rounds_keeps_working_rounds_of_a_flaky_instance():
     merged, _ = merge_rounds([{"b": _entry([1.0], 10)}, {"b": failed}], ["b"])
     assert merged["b"].error == "round 2/2: RuntimeError: flaky"
     assert merged["b"].metrics["time"].rounds == [1]
-
-
-ALLOCATOR_PROBE = """
-import ctypes
-import perfgate
-
-class MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
-        "uordblks", "fordblks", "keepcost")]
-
-@perfgate.benchmark
-def heap_only():
-    libc = ctypes.CDLL("libc.so.6")
-    libc.malloc.restype = ctypes.c_void_p
-    libc.free.argtypes = [ctypes.c_void_p]
-    libc.mallinfo2.restype = MallInfo2
-    before = libc.mallinfo2().hblks
-    block = libc.malloc(8 << 20)
-    mmapped = libc.mallinfo2().hblks - before
-    libc.free(block)
-    if mmapped:
-        raise ValueError("an 8 MiB block was mmapped")
-    return lambda: None
-"""
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("pin", [True, False])
-def test_worker_rounds_pin_the_allocator_unless_asked_not_to(tmp_path, pin):
-    from perfgate.harness.allocator import PINNED, SYSTEM
-
-    _suite(tmp_path, ALLOCATOR_PROBE)
-    doc = _run(tmp_path, rounds=2, max_time=0.01, profile=False, pin_malloc=pin)
-    error = doc.benchmarks[0].error
-    if pin:
-        assert error is None
-        assert doc.environment.malloc == PINNED
-    else:
-        assert error == "round 1/2: ValueError: an 8 MiB block was mmapped"
-        assert doc.environment.malloc == SYSTEM
-
-
-PID_PROBE = """
-import os
-import perfgate
-
-@perfgate.benchmark
-def where():
-    if os.environ["PERFGATE_TEST_PARENT_PID"] == str(os.getpid()):
-        raise ValueError("measured in the parent process")
-    return lambda: None
-"""
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("isolate", [True, False])
-def test_isolate_measures_a_single_round_in_a_worker(tmp_path, monkeypatch, isolate):
-    monkeypatch.setenv("PERFGATE_TEST_PARENT_PID", str(os.getpid()))
-    _suite(tmp_path, PID_PROBE)
-    doc = _run(tmp_path, max_time=0.01, profile=False, isolate=isolate)
-    error = doc.benchmarks[0].error
-    if isolate:
-        assert error is None
-        assert (
-            doc.benchmarks[0].metrics["time"].rounds is None
-            or len(doc.benchmarks[0].metrics["time"].rounds) == 1
-        )
-    else:
-        assert error == "ValueError: measured in the parent process"
-
-
-ORDER_PROBE = """
-import perfgate
-
-later_setup_done = []
-
-@perfgate.benchmark
-def earlier():
-    def run():
-        # Only interleaved sampling calls an instance again after a later one was set up.
-        if later_setup_done:
-            raise ValueError("sampled after the next setup")
-    return run
-
-@perfgate.benchmark
-def later():
-    later_setup_done.append(True)
-    return lambda: None
-"""
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("interleave", [True, False])
-def test_worker_rounds_interleave_when_asked(tmp_path, interleave):
-    _suite(tmp_path, ORDER_PROBE)
-    doc = _run(tmp_path, rounds=2, max_time=0.02, profile=False, interleave=interleave)
-    by_key = {b.key: b for b in doc.benchmarks}
-    assert by_key["later"].error is None
-    if interleave:
-        assert by_key["earlier"].error == "round 1/2: ValueError: sampled after the next setup"
-    else:
-        assert by_key["earlier"].error is None
-    assert doc.environment.sampling == ("interleaved" if interleave else "sequential")

@@ -1,5 +1,5 @@
-"""`perfgate bisect` on throwaway git repositories: arguments, aborts, cleanup, and the planted
-commit found by the real command (docs/bisect.md)."""
+"""`perfgate bisect` on throwaway git repositories: arguments, aborts, cleanup, git's answers
+(docs/bisect.md; the planted commit found end to end is test_bisect_planted.py)."""
 
 from __future__ import annotations
 
@@ -9,130 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from bisect_repos import BENCHMARK, git, left_behind, repository
 from click.testing import CliRunner
 
 from perfgate.bisect.driver import filter_for, follow
 from perfgate.bisect.gitops import parse_candidates, parse_first_bad, temporary_worktrees
 from perfgate.bisect.step import ResultLine, StepRecord, main
 from perfgate.cli import cli
-
-BENCHMARK = """import perfgate
-
-import work
-
-
-@perfgate.benchmark
-def checksum():
-    return lambda: work.checksum(500)
-"""
-
-# Pure-Python arithmetic: the same instructions every call, nothing to cache or sleep on.
-WORK = """REVISION = {revision}
-FACTOR = {factor}
-
-
-def checksum(n):
-    total = 0
-    for i in range(n * FACTOR):
-        total = (total * 31 + i) % 1000003
-    return total
-"""
-
-
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=perfgate", "-c", "user.email=perfgate@example.com", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
-
-
-def _repository(
-    root: Path, *, commits: int = 16, slow_from: int | None = 11, factor: int = 100
-) -> list[str]:
-    """A repository of `commits` commits (ids oldest first); from `slow_from` on, `checksum`
-    does `factor` times the work. Commit 1 has the benchmark; every commit changes work.py."""
-    root.mkdir(parents=True, exist_ok=True)
-    _git(root, "init", "--quiet", "--initial-branch=main")
-    (root / "benchmarks").mkdir()
-    (root / "benchmarks" / "bench_work.py").write_text(BENCHMARK)
-    ids = []
-    for number in range(1, commits + 1):
-        slow = slow_from is not None and number >= slow_from
-        (root / "work.py").write_text(WORK.format(revision=number, factor=factor if slow else 1))
-        _git(root, "add", "--all")
-        _git(root, "commit", "--quiet", "-m", f"commit {number}")
-        ids.append(_git(root, "rev-parse", "HEAD"))
-    return ids
-
-
-def _left_behind(repo: Path) -> list[str]:
-    """Worktrees and bisect refs a session left in `repo` (none after any session)."""
-    trees = [line for line in _git(repo, "worktree", "list", "--porcelain").splitlines() if line]
-    refs = _git(repo, "for-each-ref", "refs/bisect")
-    return [t for t in trees if t.startswith("worktree ") and t != f"worktree {repo}"] + (
-        [refs] if refs else []
-    )
-
-
-@pytest.mark.slow
-def test_bisect_names_the_planted_commit(tmp_path: Path) -> None:
-    """The Done-when test: commit 11 of 16 makes `checksum` do 100x the work; bisect names it.
-
-    Why it cannot flake: with --threshold 19 a commit is bad only beyond 20x GOOD's time, and
-    good only when the whole 95% CI stays below 20x. Same code would have to measure 20x slower
-    than GOOD, and the slowed code (100x the work) less than 20x. On the 2-core development
-    machine at loads of 5 to 11 (other suites running), over 16 steps, the highest same-code
-    CI bound seen was 9.6x and the lowest slowed one 37x: 20x sits in the middle, 2x from
-    either. Rounds of the two sides alternate, so load slows both alike, and a step whose CI
-    straddles the threshold gets more rounds (--extra-rounds) before any skip.
-    """
-    repo = tmp_path / "repo"
-    ids = _repository(repo)
-    head_before = _git(repo, "rev-parse", "HEAD")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "perfgate",
-            "bisect",
-            ids[0],
-            ids[-1],
-            "--benchmark",
-            "checksum",
-            "--rounds",
-            "2",
-            "--extra-rounds",
-            "2",
-            "--threshold",
-            "19",
-            "--max-time",
-            "0.1",
-            "--threads",
-            "1",
-            "--device",
-            "cpu",
-        ],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"first bad commit: {ids[10]} commit 11" in done.stdout, done.stdout
-    assert f"{ids[10]} is the first bad commit" in done.stdout
-    # The first step measured BAD; git needs about log2(15) more.
-    summary = done.stdout.split("== perfgate bisect: steps")[1]
-    steps = [line for line in summary.splitlines() if line[:12] in {i[:12] for i in ids}]
-    assert steps[0].startswith(ids[-1][:12]) and " bad " in steps[0]
-    assert 4 <= len(steps) <= 6, summary
-    assert _left_behind(repo) == []
-    assert _git(repo, "rev-parse", "HEAD") == head_before
-    assert _git(repo, "status", "--porcelain") == ""
 
 
 def _invoke(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -153,7 +36,7 @@ FAST = ("--rounds", "2", "--extra-rounds", "0", "--max-time", "0.05", "--threads
 def test_a_range_without_a_regression_names_no_commit(tmp_path: Path) -> None:
     # Same code at both ends: BAD is measured first, is no regression, and git never starts.
     repo = tmp_path / "repo"
-    ids = _repository(repo, commits=3, slow_from=None)
+    ids = repository(repo, commits=3, slow_from=None)
     done = _invoke(repo, ids[0], ids[-1], *FAST, "--threshold", "19", "--device", "cpu")
     assert done.returncode == 1, done.stdout + done.stderr
     # Good, or on a very busy machine still unclear (skip): never bad, and nothing is bisected.
@@ -162,28 +45,28 @@ def test_a_range_without_a_regression_names_no_commit(tmp_path: Path) -> None:
     ), done.stdout
     assert "no regression to bisect in this range" in done.stdout
     assert "git bisect" not in done.stdout and "Bisecting:" not in done.stdout
-    assert _left_behind(repo) == []
+    assert left_behind(repo) == []
 
 
 def test_a_good_commit_that_cannot_be_measured_aborts_and_cleans_up(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
-    _repository(repo, commits=3, slow_from=None)
+    repository(repo, commits=3, slow_from=None)
     # GOOD is a commit without benchmarks/ (removed, then brought back before BAD): no step
     # could compare anything with it.
-    _git(repo, "rm", "--quiet", "-r", "benchmarks")
-    _git(repo, "commit", "--quiet", "-m", "drop the benchmarks")
-    no_benchmarks = _git(repo, "rev-parse", "HEAD")
+    git(repo, "rm", "--quiet", "-r", "benchmarks")
+    git(repo, "commit", "--quiet", "-m", "drop the benchmarks")
+    no_benchmarks = git(repo, "rev-parse", "HEAD")
     (repo / "benchmarks").mkdir()
     (repo / "benchmarks" / "bench_work.py").write_text(BENCHMARK)
-    _git(repo, "add", "--all")
-    _git(repo, "commit", "--quiet", "-m", "bring them back")
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "-m", "bring them back")
     done = _invoke(repo, no_benchmarks, "HEAD", *FAST, "--device", "cpu")
     assert done.returncode == 2, done.stdout + done.stderr
     [line] = done.stderr.strip().splitlines()
-    assert line.startswith(f"error: bisect aborted at BAD {_git(repo, 'rev-parse', 'HEAD')[:12]}")
+    assert line.startswith(f"error: bisect aborted at BAD {git(repo, 'rev-parse', 'HEAD')[:12]}")
     assert f"GOOD {no_benchmarks[:12]} cannot be measured" in line
     assert "benchmarks' does not exist" in line
-    assert _left_behind(repo) == []
+    assert left_behind(repo) == []
 
 
 def _processes_in(folder: Path) -> list[str]:
@@ -202,7 +85,7 @@ def _processes_in(folder: Path) -> list[str]:
 @pytest.mark.skipif(not Path("/proc/self/cwd").exists(), reason="needs Linux /proc")
 def test_sigterm_mid_step_cleans_up_and_exits_130(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
-    ids = _repository(repo, commits=3)
+    ids = repository(repo, commits=3)
     with subprocess.Popen(
         [sys.executable, "-m", "perfgate", "bisect", ids[0], ids[-1], *FAST, "--device", "cpu"],
         cwd=repo,
@@ -216,7 +99,7 @@ def test_sigterm_mid_step_cleans_up_and_exits_130(tmp_path: Path) -> None:
                 break
         trees = [
             Path(line.split(" ", 1)[1])
-            for line in _git(repo, "worktree", "list", "--porcelain").splitlines()
+            for line in git(repo, "worktree", "list", "--porcelain").splitlines()
             if line.startswith("worktree ") and line != f"worktree {repo}"
         ]
         assert len(trees) == 2
@@ -225,7 +108,7 @@ def test_sigterm_mid_step_cleans_up_and_exits_130(tmp_path: Path) -> None:
         _, errors = proc.communicate(timeout=60)
     assert proc.returncode == 130, errors
     assert "interrupted; the bisect was reset and its worktrees removed" in errors
-    assert _left_behind(repo) == []
+    assert left_behind(repo) == []
     assert not folder.exists()
     # The step and its workers ran in their own process group, ended with the session.
     assert _processes_in(folder) == []
@@ -244,14 +127,14 @@ def test_bad_arguments_are_one_line_and_exit_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arguments: tuple[str, str], message: str
 ) -> None:
     repo = tmp_path / "repo"
-    ids = _repository(repo, commits=3)
+    ids = repository(repo, commits=3)
     monkeypatch.chdir(repo)
     given = [a.format(good=ids[0], bad=ids[-1]) for a in arguments]
     result = CliRunner().invoke(cli, ["bisect", *given])
     assert result.exit_code == 2, result.output
     [line] = result.output.strip().splitlines()
     assert line.startswith("error: ") and message in line
-    assert _left_behind(repo) == []
+    assert left_behind(repo) == []
 
 
 def test_outside_a_repository_is_a_usage_error(
@@ -267,7 +150,7 @@ def test_paths_outside_the_repository_are_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = tmp_path / "repo"
-    ids = _repository(repo, commits=2)
+    ids = repository(repo, commits=2)
     monkeypatch.chdir(repo)
     result = CliRunner().invoke(cli, ["bisect", ids[0], ids[1], str(tmp_path)])
     assert result.exit_code == 2
@@ -276,17 +159,17 @@ def test_paths_outside_the_repository_are_refused(
 
 def test_worktrees_are_removed_when_the_session_fails(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
-    ids = _repository(repo, commits=3)
+    ids = repository(repo, commits=3)
     with pytest.raises(KeyboardInterrupt), temporary_worktrees(repo, ids[0], ids[-1]) as trees:
         assert (trees.good / "work.py").read_text().startswith("REVISION = 1\n")
         assert (trees.bisect / "work.py").read_text().startswith("REVISION = 3\n")
-        _git(trees.bisect, "bisect", "start", ids[-1], ids[0])
+        git(trees.bisect, "bisect", "start", ids[-1], ids[0])
         raise KeyboardInterrupt
-    assert _left_behind(repo) == []
+    assert left_behind(repo) == []
     assert not trees.folder.exists()
 
 
-# What git 2.39 printed at the end of `git bisect run` (tests/test_bisect_cli.py's repository).
+# What git 2.39 printed at the end of `git bisect run` (bisect_repos.py's repository).
 FOUND = """running  'sh' '-c' 'exit 1'
 8f4287d3195aa5a39f8d614b253fa3bef734fb24 is the first bad commit
 commit 8f4287d3195aa5a39f8d614b253fa3bef734fb24
@@ -342,7 +225,7 @@ def test_filter_for_selects_just_the_keys() -> None:
     assert filter_for(["odd key"]) is None
 
 
-def test_a_step_that_cannot_start_aborts_git(tmp_path: Path) -> None:
+def test_a_step_that_cannot_start_abortsgit(tmp_path: Path) -> None:
     # Exit 1 would mark a commit bad: a step that cannot even read its request answers 128.
     assert main([]) == 128
     assert main([str(tmp_path / "missing.json")]) == 128
