@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -151,42 +148,3 @@ def test_cpu_peak_memory_without_proc(tmp_path):
     result = measure_rss_peak(lambda: None, proc=tmp_path / "missing")
     assert result.value is None
     assert result.method == "unavailable"
-
-
-# Counts of a plain callable, then of the same callable compiled, in a fresh process: a process
-# that starts with torch._dynamo already imported could not tell whether counting imported it.
-_DEFERRED_DYNAMO = """
-import json, sys
-import torch
-from perfgate.harness.counters import count_device_ops, count_flops, count_ops
-
-a = torch.randn(8, 8)
-work = lambda: (a @ a).relu()
-plain = [count_ops(work).total, count_flops(work), count_device_ops(work, "cpu")]
-imported_by_counting = "torch._dynamo" in sys.modules
-compiled_work = torch.compile(lambda x: (x @ x).relu(), backend="eager")
-compiled_work(a)
-compiled = [
-    count_ops(lambda: compiled_work(a)).total,
-    count_flops(lambda: compiled_work(a)),
-    count_device_ops(lambda: compiled_work(a), "cpu"),
-]
-print(json.dumps({"imported": imported_by_counting, "plain": plain, "compiled": compiled}))
-"""
-
-
-def test_counting_imports_dynamo_only_once_something_compiles():
-    """Exact counts of a benchmark that does not compile do not pay for importing torch._dynamo
-    (seconds per worker process); once a benchmark compiles, the same counters still count it."""
-    done = subprocess.run(
-        [sys.executable, "-c", _DEFERRED_DYNAMO],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    counts = json.loads(done.stdout.splitlines()[-1])
-    assert counts["imported"] is False
-    assert counts["plain"] == [2, 2 * 8**3, 2]
-    assert counts["compiled"] == counts["plain"]

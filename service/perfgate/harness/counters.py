@@ -23,52 +23,10 @@ class OpCount:
     by_op: Counter[str]
 
 
-def defer_dynamo(mode_class: type) -> None:
-    """Make a dispatch mode import torch._dynamo only once something has imported it.
-
-    torch wraps every TorchDispatchMode's `__torch_dispatch__` so that dynamo never traces it,
-    and the wrapper imports torch._dynamo on the first call: seconds that every benchmark that
-    does not compile would pay for its exact counts. While torch._dynamo is not imported, no
-    frame can be traced (its frame hook is installed by that import), so the wrapper has nothing
-    to guard; from the first call after it is imported (a compiled benchmark), the mode runs
-    under `torch._dynamo.disable` exactly as torch's own wrapper would. Relies on that wrapper
-    caching its disabled function on the raw one: where a torch release lacks the cache, this
-    does nothing and torch imports dynamo as before.
-    """
-    dispatch = mode_class.__dict__.get("__torch_dispatch__")
-    raw = getattr(dispatch, "__wrapped__", None)
-    if raw is None or hasattr(raw, _DYNAMO_DISABLE_CACHE):
-        return
-    disabled: Callable[..., Any] | None = None
-
-    def lazily_disabled(*args: Any, **kwargs: Any) -> Any:
-        nonlocal disabled
-        if "torch._dynamo" not in sys.modules:
-            return raw(*args, **kwargs)
-        if disabled is None:
-            import torch._dynamo
-
-            disabled = torch._dynamo.disable(  # type: ignore[no-untyped-call]
-                raw, recursive=True, wrapping=False
-            )
-        return disabled(*args, **kwargs)
-
-    setattr(raw, _DYNAMO_DISABLE_CACHE, lazily_disabled)
-
-
-# Where torch's `_disable_dynamo` wrapper caches the disabled function (torch/_compile.py).
-_DYNAMO_DISABLE_CACHE = "__dynamo_disable"
-
-
 def count_flops(fn: Callable[[], object]) -> int:
     """Flops of one call as FlopCounterMode counts them (matmuls, convolutions, attention)."""
-    from torch.utils import flop_counter
     from torch.utils.flop_counter import FlopCounterMode
 
-    # FlopCounterMode dispatches through this private mode class (torch 2.4 and later).
-    inner_mode = getattr(flop_counter, "_FlopCounterMode", None)
-    if isinstance(inner_mode, type):
-        defer_dynamo(inner_mode)
     with FlopCounterMode(display=False) as mode:
         fn()
     return int(mode.get_total_flops())
@@ -101,7 +59,6 @@ def count_ops(fn: Callable[[], object]) -> OpCount:
             seen[str(func.overloadpacket)] += 1
             return func(*args, **kwargs)
 
-    defer_dynamo(_Counting)
     with _Counting():  # type: ignore[no-untyped-call]
         fn()
     return OpCount(total=sum(seen.values()), by_op=seen)
@@ -225,7 +182,6 @@ def count_device_ops(fn: Callable[[], object], device_type: str = "cuda") -> int
                 seen += 1
             return func(*args, **kwargs)
 
-    defer_dynamo(_Watching)
     with _Watching():  # type: ignore[no-untyped-call]
         fn()
     return seen
