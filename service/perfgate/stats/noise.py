@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -260,6 +261,15 @@ class History:
         return cls(metrics={}, segments={}, current={}, runs=runs, machine=None)
 
 
+def _nanmedian(values: np.ndarray, axis: int) -> np.ndarray:
+    """np.nanmedian without its warning for a slice that is all NaN (a metric or run whose
+    medians were all 0, which has no log): such a slice's median is NaN, as numpy gives it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        median: np.ndarray = np.nanmedian(values, axis=axis)
+    return median
+
+
 def history_noise(runs: Sequence[PastRun]) -> History:
     """Per-metric noise and current level from the medians of earlier base-branch runs.
 
@@ -277,11 +287,11 @@ def history_noise(runs: Sequence[PastRun]) -> History:
             value = run.medians.get(key)
             if value is not None and value > 0:
                 logs[i, j] = math.log(value)
-    deviations = logs - np.nanmedian(logs, axis=0)
+    deviations = logs - _nanmedian(logs, axis=0)
     timed = [j for j, key in enumerate(keys) if key[1] == "time"]
     per_run = np.zeros(len(runs))
     if len(timed) >= MIN_BENCHMARKS_FOR_COMMON:
-        per_run = np.nan_to_num(np.nanmedian(deviations[:, timed], axis=1))
+        per_run = np.nan_to_num(_nanmedian(deviations[:, timed], axis=1))
     metrics: dict[MetricKey, Evidence] = {}
     segments: dict[MetricKey, list[np.ndarray]] = {}
     current: dict[MetricKey, Segment] = {}
