@@ -5,19 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perfgate.results import parse_document
-from perfgate.stats.compare_documents import compare_documents
-from perfgate.stats.model import Comparison, MetricResult
-from synthetic import synthetic_document
-
-KEY = "kernel[n=64,variant=0]"
-
-
-def _doc(seed: int, commit: str, metrics: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    doc = synthetic_document(benchmarks=4, samples=12, seed=seed, commit=commit)
-    (bench,) = [b for b in doc["benchmarks"] if b["key"] == KEY]
-    bench["metrics"].update(metrics)
-    return doc
+from extra_metrics import KEY, compare, document_with, result_of
 
 
 def _compile_time(method: str, seconds: list[float]) -> dict[str, Any]:
@@ -28,20 +16,13 @@ def _kernels(method: str, count: int) -> dict[str, Any]:
     return {"unit": "kernel", "direction": "lower", "value": count, "exact": True, "method": method}
 
 
-def _compare(base: dict[str, Any], head: dict[str, Any]) -> Comparison:
-    return compare_documents([parse_document(base)], [parse_document(head)])
-
-
-def _result(comparison: Comparison, metric: str) -> MetricResult:
-    (found,) = [r for r in comparison.results if r.key == KEY and r.metric == metric]
-    return found
-
-
 def test_a_metric_measured_another_way_is_not_compared():
     # Wall seconds in base, CPU seconds in head: head reads 40% lower for the method alone.
-    base = _doc(1, "a" * 40, {"compile_time": _compile_time("cold_private_cache", [20.0] * 5)})
-    head = _doc(2, "b" * 40, {"compile_time": _compile_time("cold_user_cpu", [12.0] * 5)})
-    result = _result(_compare(base, head), "compile_time")
+    base = document_with(
+        1, "a" * 40, {"compile_time": _compile_time("cold_private_cache", [20.0] * 5)}
+    )
+    head = document_with(2, "b" * 40, {"compile_time": _compile_time("cold_user_cpu", [12.0] * 5)})
+    result = result_of(compare(base, head), "compile_time")
     assert result.verdict == "inconclusive"
     assert result.reason == (
         "not comparable: measured as cold_private_cache in base, cold_user_cpu in head"
@@ -50,23 +31,23 @@ def test_a_metric_measured_another_way_is_not_compared():
 
 
 def test_the_same_method_on_both_sides_is_compared():
-    base = _doc(1, "a" * 40, {"compile_time": _compile_time("cold_user_cpu", [10.0] * 5)})
-    head = _doc(2, "b" * 40, {"compile_time": _compile_time("cold_user_cpu", [14.0] * 5)})
-    result = _result(_compare(base, head), "compile_time")
+    base = document_with(1, "a" * 40, {"compile_time": _compile_time("cold_user_cpu", [10.0] * 5)})
+    head = document_with(2, "b" * 40, {"compile_time": _compile_time("cold_user_cpu", [14.0] * 5)})
+    result = result_of(compare(base, head), "compile_time")
     assert not result.reason.startswith("not comparable")
     assert result.ratio is not None and result.ratio > 1.3
 
 
 def test_kernel_digests_that_differ_are_still_compared():
     # kernel_launches' method names the kernels that ran: other kernels are the change itself.
-    base = _doc(1, "a" * 40, {"kernel_launches": _kernels("kernels:aaaaaaaaaaaa", 3)})
-    head = _doc(2, "b" * 40, {"kernel_launches": _kernels("kernels:bbbbbbbbbbbb", 4)})
-    assert _result(_compare(base, head), "kernel_launches").verdict == "regression"
+    base = document_with(1, "a" * 40, {"kernel_launches": _kernels("kernels:aaaaaaaaaaaa", 3)})
+    head = document_with(2, "b" * 40, {"kernel_launches": _kernels("kernels:bbbbbbbbbbbb", 4)})
+    assert result_of(compare(base, head), "kernel_launches").verdict == "regression"
 
 
 def test_a_time_measured_by_another_timer_takes_throughput_with_it():
-    base = _doc(1, "a" * 40, {})
-    head = _doc(2, "b" * 40, {})
+    base = document_with(1, "a" * 40, {})
+    head = document_with(2, "b" * 40, {})
     for doc, method in ((base, "cuda_events"), (head, "cuda_events_queued")):
         (bench,) = [b for b in doc["benchmarks"] if b["key"] == KEY]
         time = bench["metrics"]["time"]
@@ -76,8 +57,10 @@ def test_a_time_measured_by_another_timer_takes_throughput_with_it():
             "direction": "higher",
             "samples": [1 / t for t in time["samples"]],
         }
-    comparison = _compare(base, head)
-    assert _result(comparison, "time").reason.startswith("not comparable: measured as cuda_events")
-    throughput = _result(comparison, "throughput")
+    comparison = compare(base, head)
+    assert result_of(comparison, "time").reason.startswith(
+        "not comparable: measured as cuda_events"
+    )
+    throughput = result_of(comparison, "throughput")
     assert throughput.verdict == "inconclusive"
     assert "not comparable" in throughput.reason
