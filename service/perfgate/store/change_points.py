@@ -263,37 +263,32 @@ def _refresh(
     writes = _Writes()
     now = utcnow()
     seen: set[SeriesKey] = set()
-    # A series has at most one point per run: in a window of fewer runs than the detector's
-    # shortest cuttable series no series can have a change point, so its points are not read
-    # (what is stored there still goes through _replace, which drops the open ones).
-    if window.runs >= _SHORTEST_WITH_CHANGES:
-        for key, points in _points(
-            session, project_id=project_id, branch=branch, window=window, ids=benchmarks
-        ):
-            if key not in wanted:
-                continue
-            seen.add(key)
-            _replace(
-                writes,
-                project_id=project_id,
-                branch=branch,
-                key=key,
-                points=points,
-                stored=stored.get(key, []),
-                scope_start=window.scope_start,
-                now=now,
-            )
-    for key in sorted(k for k in stored if k in wanted and k not in seen):
+
+    def gather(key: SeriesKey, points: list[_Point]) -> None:
+        seen.add(key)
         _replace(
             writes,
             project_id=project_id,
             branch=branch,
             key=key,
-            points=[],
-            stored=stored[key],
+            points=points,
+            stored=stored.get(key, []),
             scope_start=window.scope_start,
             now=now,
         )
+
+    # A series has at most one point per run: in a window of fewer runs than the detector's
+    # shortest cuttable series no series can have a change point, so its points are not read
+    # (what is stored there still goes through _replace, which drops the open ones).
+    if window.runs >= _SHORTEST_WITH_CHANGES:
+        # Streamed: one series' points at a time.
+        for key, points in _points(
+            session, project_id=project_id, branch=branch, window=window, ids=benchmarks
+        ):
+            if key in wanted:
+                gather(key, points)
+    for key in sorted(k for k in stored if k in wanted and k not in seen):
+        gather(key, [])
     _write(session, writes)
 
 
