@@ -22,35 +22,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "benchmarks"
+from exact_memory_aa import run_once
+
 KEY = "mlp_compiled[dim=128,tokens=256]"
-COMMIT = "a" * 40
 EXACT = ("graph_breaks", "recompiles", "compiled_kernels")
-
-
-def run_process(out: Path, *, max_time: float) -> None:
-    command = [
-        sys.executable,
-        "-m",
-        "perfgate",
-        "run",
-        str(EXAMPLES),
-        "-k",
-        "mlp_compiled",
-        "--device",
-        "cpu",
-        "--threads",
-        "1",
-        "--max-time",
-        str(max_time),
-        "--no-profile",
-        "--no-store",
-        "--commit",
-        COMMIT,
-        "--out",
-        str(out),
-    ]
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
 
 
 def metrics_of(path: Path) -> dict[str, dict[str, object]]:
@@ -113,6 +88,8 @@ def main() -> None:
     parser.add_argument("--max-time", type=float, default=0.2)
     parser.add_argument("--keep", type=Path, help="keep the results files in this folder")
     args = parser.parse_args()
+    if args.processes < 2:
+        parser.error("--processes: at least 2 a side (a spread needs two)")
     root = args.keep or Path(tempfile.mkdtemp(prefix="perfgate-compile-aa-"))
     sides = {"A": root / "A", "B": root / "B"}
     for folder in sides.values():
@@ -126,7 +103,7 @@ def main() -> None:
         for side in order:
             folder = sides[side]
             out = folder / f"{index:02d}.json"
-            run_process(out, max_time=args.max_time)
+            run_once(out, max_time=args.max_time, filter_expr="mlp_compiled")
             metrics = metrics_of(out)
             values[side]["cpu"].append(figure(metrics["compile_time"]))
             values[side]["wall"].append(figure(metrics["compile_wall_time"]))
