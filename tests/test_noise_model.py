@@ -207,14 +207,22 @@ def test_one_round_among_two_benchmarks_still_finds_50_percent() -> None:
     assert found >= 19
 
 
-def test_identical_code_raises_no_alarm_on_simulated_suites() -> None:
-    alarms = 0
+ALARM_WORDS = ("regression", "improvement")
+
+
+def test_identical_code_keeps_false_alarms_within_target_on_simulated_suites() -> None:
+    # docs/comparator.md's targets: at most 1% of results with rounds, 3% with one round. A
+    # calibrated test does raise the odd alarm (here 1 of 312 results with rounds).
+    alarms = {1: 0, 3: 0}
+    results = {1: 0, 3: 0}
     for seed in range(12):
         for rounds, alternate in ((1, False), (3, False), (3, True)):
             base, head = Suite(100 + seed, sd=0.05, machine=0.02).sides(rounds, alternate=alternate)
             comparison = compare_documents(base, head)
-            alarms += sum(r.verdict in ("regression", "improvement") for r in comparison.results)
-    assert alarms == 0
+            alarms[rounds] += sum(r.verdict in ALARM_WORDS for r in comparison.results)
+            results[rounds] += len(comparison.results)
+    assert alarms[1] <= 0.03 * results[1]
+    assert alarms[3] <= 0.01 * results[3]
 
 
 def test_most_of_the_suite_slower_fails_and_leaves_the_rest_alone() -> None:
@@ -514,3 +522,30 @@ def test_the_pooled_baseline_travels_with_the_result_and_its_json() -> None:
     back = comparison_from_json(comparison_to_json(comparison))
     assert _time(back)["b0"].baseline_runs == 12
     assert _time(compare_documents(base, head))["b0"].baseline_runs == 0
+
+
+def test_a_changed_benchmark_does_not_widen_its_own_allowance() -> None:
+    # Its own difference is left out of the cross-section that sets its scale (one round) and
+    # its drift (sides one after the other): its CI is as wide slowed as unchanged. With it
+    # in, a +30% change among 13 benchmarks widened its own CI by a fifth or more.
+    def width(result: Any) -> float:
+        return math.log(result.ci[1]) - math.log(result.ci[0])
+
+    for rounds in (1, 3):
+        for seed in range(4):
+            base, head = Suite(300 + seed, sd=0.03).sides(rounds, alternate=False)
+            _, slowed = Suite(300 + seed, sd=0.03).sides(rounds, {3: 1.3}, alternate=False)
+            unchanged = _time(compare_documents(base, head))["b3"]
+            changed = _time(compare_documents(base, slowed))["b3"]
+            assert width(changed) == pytest.approx(width(unchanged), rel=0.05)
+
+
+@pytest.mark.parametrize("n", [9, 13, 40])
+def test_qn_variance_is_unbiased_with_the_degrees_of_freedom_it_claims(n: int) -> None:
+    rng = np.random.default_rng(n)
+    estimates = [noise.qn_variance(rng.standard_normal(n)) for _ in range(20000)]
+    variances = np.array([e.var for e in estimates])
+    # A variance estimate worth df degrees of freedom has relative variance 2 / df.
+    actual_df = 2.0 * variances.mean() ** 2 / variances.var()
+    assert variances.mean() == pytest.approx(1.0, abs=0.02)
+    assert estimates[0].df == pytest.approx(actual_df, rel=0.1)

@@ -262,26 +262,30 @@ def build(
             own[(key, "time")] = found
 
     typical_weight = float(np.median([w for w, _ in weights.values()])) if keys else 1.0
+    # Each benchmark's cross-section leaves its own difference out: a changed benchmark would
+    # otherwise widen its own allowance (one +4 sd change among 13 raises Qn² by half).
+    crosses = leave_one_out_cross_sections(differences, keys)
+    fallbacks = {
+        key: noise.with_fallback(_per_round(crosses[key], typical_weight), noise.DEFAULT_PROCESS)
+        for key in keys
+    }
     cross = noise.cross_section([differences[key] for key in keys])
-    per_round_cross = (
-        Evidence(var=cross.var / typical_weight, df=cross.df) if cross is not None else None
-    )
-    fallback = noise.with_fallback(per_round_cross, noise.DEFAULT_PROCESS)
+    fallback = noise.with_fallback(_per_round(cross, typical_weight), noise.DEFAULT_PROCESS)
     moderated, prior = noise.moderated(own, fallback)
     prior_source = (
-        "runner's pooled scale"
-        if own
-        else ("cross-section" if per_round_cross is not None else "default")
+        "runner's pooled scale" if own else ("cross-section" if cross is not None else "default")
     )
-    # Drift the rounds cannot see when the sides ran one after the other: the benchmarks
+    # Drift the rounds cannot see when the sides ran one after the other: the other benchmarks
     # disagree with each other more than their rounds predict. Alternating sides share it, and
     # a benchmark with history has it measured (below).
-    drift = 0.0
-    if own and cross is not None and not shape.alternated:
+    drifts = dict.fromkeys(keys, 0.0)
+    if own and not shape.alternated:
         predicted = float(
             np.median([moderated.get((k, "time"), prior).var * weights[k][0] for k in keys])
         )
-        drift = max(cross.var - predicted, 0.0)
+        for key in keys:
+            others = crosses[key]
+            drifts[key] = 0.0 if others is None else max(others.var - predicted, 0.0)
 
     machine, machine_assumed = _machine(factors, shape, history, calibration)
     # How heavy the tails are (each benchmark's from history, shrunk towards the runner's; else
@@ -293,11 +297,14 @@ def build(
     floors: dict[str, NoiseFloor] = {}
     for key in keys:
         tail = history.tails.get((key, "time"), runner_tail) or math.inf
-        process = moderated.get((key, "time"), prior)
+        # With no evidence of its own anywhere in the comparison, the benchmark's scale is what
+        # the other benchmarks' cross-section shows.
+        key_prior = prior if own else fallbacks[key]
+        process = moderated.get((key, "time"), key_prior)
         round_weight, machine_weight = weights[key]
         # History's runs are separate jobs: their spread already holds the drift between jobs;
         # a baseline averaged over them also carries how far the benchmarks wander from it.
-        relative = process.var * round_weight + (0.0 if key in history_sigma else drift)
+        relative = process.var * round_weight + (0.0 if key in history_sigma else drifts[key])
         if key in baselines and history.wander is not None:
             relative += history.wander.var
         machine_var = machine.var * machine_weight
@@ -309,7 +316,7 @@ def build(
             process_sigma=process.sigma,
             machine_var=machine_var,
             sources=tuple(sources[key]) or (prior_source,),
-            pooled_sigma=min(prior.sigma, process.sigma),
+            pooled_sigma=min(key_prior.sigma, process.sigma),
             history_sigma=history_sigma.get(key),
             levels=tuple(v - levels[key][0] for v in levels[key]) if len(levels[key]) > 1 else (),
             tail_factor=tail_factor(tail) if tail < df else 1.0,
@@ -322,6 +329,36 @@ def build(
             tail_df=tail,
         )
     return floors, machine
+
+
+# Above this many benchmarks one benchmark moves the suite's Qn by under 2% (a +4 sd change:
+# 2% at 100, 0.8% at 200), and leaving each out in turn would cost O(n³).
+LEAVE_ONE_OUT_MAX = 100
+
+
+def leave_one_out_cross_sections(
+    differences: Mapping[str, float], keys: Sequence[str]
+) -> dict[str, Evidence | None]:
+    """For each benchmark, the cross-section of the others' differences (`noise.cross_section`).
+
+    The benchmark being judged is the one difference that must not set its own noise: a change
+    in it is the signal, and as one of few values it would inflate the robust scale (as the
+    externally studentized residual leaves the tested point out). Past `LEAVE_ONE_OUT_MAX`
+    benchmarks every benchmark gets the whole suite's.
+    """
+    values = [differences[key] for key in keys]
+    if len(keys) > LEAVE_ONE_OUT_MAX:
+        whole = noise.cross_section(values)
+        return dict.fromkeys(keys, whole)
+    return {
+        key: noise.cross_section(values[:index] + values[index + 1 :])
+        for index, key in enumerate(keys)
+    }
+
+
+def _per_round(cross: Evidence | None, typical_weight: float) -> Evidence | None:
+    """A cross-section of differences as one round's variance (None stays None)."""
+    return None if cross is None else Evidence(var=cross.var / typical_weight, df=cross.df)
 
 
 def _alone_because(segment: noise.Segment | None) -> str | None:
