@@ -4,10 +4,13 @@ bench/compile_agreement.py runs them)."""
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
+import pytest
+from scipy import stats as scipy_stats
 
 from perfgate.results import parse_document
 from perfgate.stats.compare_documents import compare_documents
@@ -72,3 +75,17 @@ def test_one_process_a_side_keeps_the_suites_floor():
     result = _compile_time(_processes(3, 9.7, 0.01, n=1), _processes(4, 9.7, 0.01, n=1))
     assert result.noise is not None and "its own" not in result.noise
     assert result.verdict == "inconclusive"
+
+
+def test_alternated_processes_already_hold_the_machine_in_their_spread():
+    # Nothing divides the machine's speed out of a compile's figure, so with the sides
+    # alternating its CI is the processes' own spread alone, not that plus the suite's
+    # machine share (which made it 1.7 times as wide here).
+    base, head = _processes(5, 9.7, 0.015, n=8), _processes(6, 9.7, 0.015, n=8)
+    result = _compile_time(base, head)
+    logs = [np.log(base), np.log(head)]
+    process_var = sum(float(((x - x.mean()) ** 2).sum()) for x in logs) / 14
+    half = float(scipy_stats.t.ppf(0.975, 14)) * math.sqrt(process_var * 2 * 1.04 / 8)
+    assert result.ci is not None
+    low, high = np.log(result.ci)
+    assert (high - low) / 2 == pytest.approx(half, rel=0.1)

@@ -347,7 +347,12 @@ def compare_documents(
             elif bm.rounds and hm.rounds:
                 floor = floors.get(key, default_floor) if metric == "time" else default_floor
                 if metric != "time":
-                    floor = _one_per_process_floor(bm.rounds, hm.rounds, floor) or floor
+                    floor = (
+                        _one_per_process_floor(
+                            bm.rounds, hm.rounds, floor, alternated=shape.alternated
+                        )
+                        or floor
+                    )
                 own_factors = metric == "time" and key in timed_set
                 baseline = baselines.get(key) if metric == "time" else None
                 estimate = estimate_sampled(
@@ -472,15 +477,22 @@ def compare_documents(
 
 
 def _one_per_process_floor(
-    base_rounds: Sequence[np.ndarray], head_rounds: Sequence[np.ndarray], suite: NoiseFloor
+    base_rounds: Sequence[np.ndarray],
+    head_rounds: Sequence[np.ndarray],
+    suite: NoiseFloor,
+    *,
+    alternated: bool,
 ) -> NoiseFloor | None:
     """The floor of a metric measured once per process (compile_time), from its own rounds.
 
     Each round is then one process's figure, so the rounds' spread is exactly the
     process-to-process noise that the suite's timing floor only stands in for (a compile's CPU
-    seconds spread unlike a call's time). The machine's share between the sides stays the
-    suite's. None (the suite's floor applies) with fewer than two rounds a side, a round of
-    several samples, or a figure of 0.
+    seconds spread unlike a call's time). Nothing divides the machine's speed out of these
+    figures, so each process's share of it is already in that spread: when the sides
+    alternated (their processes share the machine's drift) nothing is added for the machine;
+    one side after the other, the suite's share between the sides is added. None (the suite's
+    floor applies) with fewer than two rounds a side, a round of several samples, or a figure
+    of 0.
     """
     rounds = (base_rounds, head_rounds)
     if any(len(side) < 2 or any(r.size != 1 for r in side) for side in rounds):
@@ -491,18 +503,18 @@ def _one_per_process_floor(
     df = sum(side.size for side in logs) - 2
     process_var = sum(float(np.sum((side - side.mean()) ** 2)) for side in logs) / df
     own = process_var * sum(noise_model.level_variance(side.size) for side in logs)
-    machine = suite.machine_var
+    machine = 0.0 if alternated else suite.machine_var
     # Welch-Satterthwaite: the machine's share carries the suite's degrees of freedom.
     weight = own**2 / df + machine**2 / max(suite.df, 1.0)
     return NoiseFloor(
         var=own + machine,
         df=(own + machine) ** 2 / weight if weight > 0 else float(df),
         process_sigma=math.sqrt(process_var),
-        machine_var=suite.machine_var,
+        machine_var=machine,
         sources=(f"its own {df + 2} processes",),
         pooled_sigma=math.sqrt(process_var),
-        machine_assumed=suite.machine_assumed,
-        machine_observed=suite.machine_observed,
+        machine_assumed=suite.machine_assumed and not alternated,
+        machine_observed=suite.machine_observed and not alternated,
     )
 
 
