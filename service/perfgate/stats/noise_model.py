@@ -262,13 +262,10 @@ def build(
             own[(key, "time")] = found
 
     typical_weight = float(np.median([w for w, _ in weights.values()])) if keys else 1.0
-    # Each benchmark's cross-section leaves its own difference out: a changed benchmark would
-    # otherwise widen its own allowance (one +4 sd change among 13 raises Qn² by half).
-    crosses = leave_one_out_cross_sections(differences, keys)
-    fallbacks = {
-        key: noise.with_fallback(_per_round(crosses[key], typical_weight), noise.DEFAULT_PROCESS)
-        for key in keys
-    }
+    # With no evidence of any benchmark's own (one round a side), every benchmark takes the
+    # whole suite's cross-section, its own difference included: it is the only trace of its
+    # own scale there is, and on recorded suites whose benchmarks differ in noise leaving it
+    # out raised one-round false alarms (docs/comparator.md, "The noise model").
     cross = noise.cross_section([differences[key] for key in keys])
     fallback = noise.with_fallback(_per_round(cross, typical_weight), noise.DEFAULT_PROCESS)
     moderated, prior = noise.moderated(own, fallback)
@@ -280,6 +277,10 @@ def build(
     # a benchmark with history has it measured (below).
     drifts = dict.fromkeys(keys, 0.0)
     if own and not shape.alternated:
+        # Each benchmark's drift leaves its own difference out: a changed benchmark would
+        # otherwise widen its own allowance (one +4 sd change among 13 raises Qn² by half),
+        # and its own rounds already say how noisy it is.
+        crosses = leave_one_out_cross_sections(differences, keys)
         predicted = float(
             np.median([moderated.get((k, "time"), prior).var * weights[k][0] for k in keys])
         )
@@ -297,10 +298,7 @@ def build(
     floors: dict[str, NoiseFloor] = {}
     for key in keys:
         tail = history.tails.get((key, "time"), runner_tail) or math.inf
-        # With no evidence of its own anywhere in the comparison, the benchmark's scale is what
-        # the other benchmarks' cross-section shows.
-        key_prior = prior if own else fallbacks[key]
-        process = moderated.get((key, "time"), key_prior)
+        process = moderated.get((key, "time"), prior)
         round_weight, machine_weight = weights[key]
         # History's runs are separate jobs: their spread already holds the drift between jobs;
         # a baseline averaged over them also carries how far the benchmarks wander from it.
@@ -316,7 +314,7 @@ def build(
             process_sigma=process.sigma,
             machine_var=machine_var,
             sources=tuple(sources[key]) or (prior_source,),
-            pooled_sigma=min(key_prior.sigma, process.sigma),
+            pooled_sigma=min(prior.sigma, process.sigma),
             history_sigma=history_sigma.get(key),
             levels=tuple(v - levels[key][0] for v in levels[key]) if len(levels[key]) > 1 else (),
             tail_factor=tail_factor(tail) if tail < df else 1.0,
@@ -341,10 +339,10 @@ def leave_one_out_cross_sections(
 ) -> dict[str, Evidence | None]:
     """For each benchmark, the cross-section of the others' differences (`noise.cross_section`).
 
-    The benchmark being judged is the one difference that must not set its own noise: a change
-    in it is the signal, and as one of few values it would inflate the robust scale (as the
-    externally studentized residual leaves the tested point out). Past `LEAVE_ONE_OUT_MAX`
-    benchmarks every benchmark gets the whole suite's.
+    Used for the drift between sides measured one after the other, which the benchmark's own
+    rounds cannot show: its own difference there is the signal, and as one of few values it
+    would inflate the robust scale (as the externally studentized residual leaves the tested
+    point out). Past `LEAVE_ONE_OUT_MAX` benchmarks every benchmark gets the whole suite's.
     """
     values = [differences[key] for key in keys]
     if len(keys) > LEAVE_ONE_OUT_MAX:
