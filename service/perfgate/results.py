@@ -336,8 +336,15 @@ def load_document(path: str | Path, *, max_bytes: int) -> ResultsDocument:
 def parse_document_bytes(raw: bytes, *, source: str = "") -> ResultsDocument:
     """Parse JSON bytes and validate them as a results document."""
     with gc_paused():
-        data, flagged = decode_json(raw, source=source, decode=document_json.decode_checked)
-        return _parse(data, source=source, free_form_only=not flagged)
+        return _parse_bytes(raw, source)
+
+
+def _parse_bytes(raw: bytes, source: str) -> ResultsDocument:
+    # A function of its own so that the decoded data, its local, is freed when it returns, inside
+    # the caller's pause: alive after it, its millions of objects would be walked by the
+    # collector's next run (gc_pause).
+    data, flagged = decode_json(raw, source=source, decode=document_json.decode_checked)
+    return _parse(data, source=source, free_form_only=not flagged)
 
 
 def decode_json(raw: bytes, *, source: str, decode: Callable[[str], Any] = json.loads) -> Any:
