@@ -581,3 +581,37 @@ def test_samples_are_judged_one_by_one_when_the_list_is_not_plain(
     # Finite samples whose sum overflows a float are still valid.
     _time(doc_data, 1)["samples"][:2] = [1.5e308, 1.5e308]
     assert parse_document(doc_data).benchmarks[1].metrics["time"].samples[:2] == [1.5e308] * 2
+
+
+class _Float(float):
+    pass
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        *(0.0, -0.0, 5e-324, 1.5, 1.7976931348623157e308, float("inf"), float("-inf")),
+        *(float("nan"), -1e-300, -2.5, _Float(1.0), _Float(-1.0), 0, 7, -3, 10**300, 10**400),
+        *(True, False, None, "1.5", [1.0]),
+    ],
+    ids=repr,
+)
+def test_value_check_takes_no_shortcut_of_its_own(value: object) -> None:
+    """`_value` answers the common cases itself; its answer (number, error or exception) must be
+    the one of the general check `_number`, which names every problem."""
+    from pydantic_core import PydanticCustomError
+
+    from perfgate import results
+
+    def outcome(check: Callable[[], float]) -> tuple[str, object]:
+        try:
+            number = check()
+        except PydanticCustomError as exc:
+            return "refused", (exc.type, str(exc))
+        except OverflowError as exc:
+            return "overflow", str(exc)
+        return type(number).__name__, repr(number)
+
+    assert outcome(lambda: results._value(value)) == outcome(
+        lambda: results._number(value, "value")
+    )
