@@ -14,6 +14,7 @@ on every run.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import uuid
@@ -217,6 +218,16 @@ def _isolated(data: dict[str, Any]) -> ResultsDocument:
 def opened(db_url: str) -> Iterator[Store]:
     with open_store(db_url) as store:
         yield store
+
+
+@settings(PROPERTY, max_examples=200)
+@given(data=documents())
+def test_content_hash_is_the_hash_of_one_canonical_dump(data: dict[str, Any]) -> None:
+    """The stored hashes are idempotency keys: however the hash is computed, it is sha256 of
+    one canonical dump of the validated document, as it always was."""
+    document = parse_document_bytes(json.dumps(data).encode())
+    text = json.dumps(document.to_json_dict(), sort_keys=True, separators=(",", ":"))
+    assert document.content_hash() == hashlib.sha256(text.encode()).hexdigest()
 
 
 # Summaries of samples near the largest float overflow numpy's sums (inf, with a warning).

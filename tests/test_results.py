@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -581,3 +582,79 @@ def test_samples_are_judged_one_by_one_when_the_list_is_not_plain(
     # Finite samples whose sum overflows a float are still valid.
     _time(doc_data, 1)["samples"][:2] = [1.5e308, 1.5e308]
     assert parse_document(doc_data).benchmarks[1].metrics["time"].samples[:2] == [1.5e308] * 2
+
+
+class _Float(float):
+    pass
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        *(0.0, -0.0, 5e-324, 1.5, 1.7976931348623157e308, float("inf"), float("-inf")),
+        *(float("nan"), -1e-300, -2.5, _Float(1.0), _Float(-1.0), 0, 7, -3, 10**300, 10**400),
+        *(True, False, None, "1.5", [1.0]),
+    ],
+    ids=repr,
+)
+def test_value_check_takes_no_shortcut_of_its_own(value: object) -> None:
+    """`_value` answers the common cases itself; its answer (number, error or exception) must be
+    the one of the general check `_number`, which names every problem."""
+    from pydantic_core import PydanticCustomError
+
+    from perfgate import results
+
+    def outcome(check: Callable[[], float]) -> tuple[str, object]:
+        try:
+            number = check()
+        except PydanticCustomError as exc:
+            return "refused", (exc.type, str(exc))
+        except OverflowError as exc:
+            return "overflow", str(exc)
+        return type(number).__name__, repr(number)
+
+    assert outcome(lambda: results._value(value)) == outcome(
+        lambda: results._number(value, "value")
+    )
+
+
+def _objects(value: object, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every non-empty JSON object within `value`, with its path."""
+    if isinstance(value, dict):
+        if value:
+            yield path, value
+        for key, item in value.items():
+            yield from _objects(item, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _objects(item, f"{path}[{i}]")
+
+
+def test_duplicate_keys_are_refused_in_every_object(doc_data: dict[str, Any]) -> None:
+    """The decoder's hook sees every object: a key written twice is refused wherever it is, by
+    the bytes' path as by the full check of decoded data, naming the object."""
+    from perfgate import document_json
+
+    doc_data["run"]["ci"] = {"job": {"steps": [{"name": "a"}]}}
+    doc_data["environment"]["gpu"] = {"name": "x"}
+    marker = "DUPLICATE-MARKER"
+    paths = [path for path, _ in _objects(doc_data)]
+    assert len(paths) > 30
+    for path in paths:
+        data = copy.deepcopy(doc_data)
+        target = dict(_objects(data))[path]
+        first = next(iter(target))
+        again = f"{json.dumps(first)}: {json.dumps(target[first])}"
+        target[marker] = 0
+        text = json.dumps(data).replace(f'"{marker}": 0', again)
+        refusals = []
+        for parse in (
+            lambda text: parse_document_bytes(text.encode()),
+            lambda text: parse_document(document_json.decode(text)),
+        ):
+            with pytest.raises(DocumentError) as caught:
+                parse(text)
+            refusals.append((caught.value.path, str(caught.value)))
+        assert refusals[0] == refusals[1]
+        assert refusals[0][0] == (path or "(document)")
+        assert f"duplicate key {first!r}" in refusals[0][1]

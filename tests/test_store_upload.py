@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import copy
+import gc
+import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from sqlalchemy import select
 
-from perfgate.errors import ConflictError
-from perfgate.results import parse_document
+from perfgate.errors import ConflictError, DocumentError
+from perfgate.results import ResultsDocument, parse_document, parse_document_bytes
 from perfgate.store import bulk, models, row_writes
 from perfgate.store.connect import Store
 from perfgate.store.documents import rebuild_document
-from perfgate.store.uploads import store_document
+from perfgate.store.uploads import store_document, store_document_bytes
 from synthetic import synthetic_document
 
 
@@ -145,3 +148,72 @@ def test_concurrent_duplicate_insert_is_recognised(store: Store) -> None:
     finally:
         uploads.row_writes.get_run = original  # type: ignore[assignment]
     assert not outcome.created and calls["n"] == 2
+
+
+# --- bytes to store in one call (the HTTP upload), the collector paused throughout ---------------
+
+
+def test_bytes_are_parsed_then_stored(store: Store) -> None:
+    data = synthetic_document(benchmarks=5, samples=4, seed=11)
+    raw = json.dumps(data).encode()
+    refused = PermissionError("not this project")
+    seen: list[str] = []
+
+    def refuse(document: ResultsDocument) -> None:
+        seen.append(document.run.project)
+        raise refused
+
+    with pytest.raises(PermissionError) as caught:
+        store_document_bytes(store.sessions, raw, accept=refuse)
+    assert caught.value is refused and seen == [data["run"]["project"]]
+    assert _counts(store)["runs"] == 0
+    outcome = store_document_bytes(store.sessions, raw, accept=lambda document: None)
+    assert outcome.created and (outcome.benchmarks, outcome.samples) == (5, 20)
+    with store.sessions() as session:
+        stored = row_writes.get_run(session, run_id=data["run"]["id"])
+    assert stored is not None
+    assert stored.content_hash == parse_document(data).content_hash()
+    assert not store_document_bytes(store.sessions, raw).created
+    with pytest.raises(DocumentError, match=r"^benchmarks\[0\]\.key"):
+        store_document_bytes(store.sessions, raw.replace(b'"key": "', b'"key": "x', 1))
+
+
+def _alive_when_collection_resumes(
+    monkeypatch: pytest.MonkeyPatch, wanted: Callable[[object], bool]
+) -> list[int]:
+    """Patches `gc.enable` (what gc_pause calls at the end of the last pause) to count the live
+    objects that `wanted` picks at that moment; returns the list the counts go to."""
+    counts: list[int] = []
+    enable = gc.enable
+
+    def counting_enable() -> None:
+        counts.append(sum(1 for o in gc.get_objects() if wanted(o)))
+        enable()
+
+    monkeypatch.setattr(gc, "enable", counting_enable)
+    return counts
+
+
+def test_decoded_data_is_freed_inside_the_pause(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Objects alive when the collector resumes are walked by it, several times over for a large
+    document (gc_pause): the decoded JSON, which only validation needs, must be gone by then."""
+    data = synthetic_document(benchmarks=3, samples=2, seed=2)
+    raw = json.dumps(data).encode()
+    counts = _alive_when_collection_resumes(
+        monkeypatch, lambda o: type(o) is dict and o is not data and o.get("run") == data["run"]
+    )
+    assert gc.isenabled()
+    document = parse_document_bytes(raw)
+    assert counts == [0] and document.run.id == data["run"]["id"]
+
+
+def test_uploaded_document_is_freed_inside_the_pause(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = synthetic_document(benchmarks=3, samples=2, seed=3)
+    counts = _alive_when_collection_resumes(
+        monkeypatch, lambda o: isinstance(o, ResultsDocument) and o.run.id == data["run"]["id"]
+    )
+    assert gc.isenabled()
+    assert store_document_bytes(store.sessions, json.dumps(data).encode()).created
+    assert counts == [0]

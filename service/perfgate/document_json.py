@@ -95,15 +95,19 @@ def decode_checked(text: str) -> tuple[object, bool]:
     """
     flagged: list[bool] = []
 
+    # Both hooks run once per object or integer of the document (480,000 and 300,000 times for
+    # 60,000 benchmarks): the common case returns on one test, without a second call.
     def object_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        result = _object(pairs)
-        if type(result) is _DuplicateKeys:
-            flagged.append(True)
-        return result
+        result = dict(pairs)
+        if len(result) == len(pairs):
+            return result
+        flagged.append(True)
+        return _object(pairs)
 
     def integer_hook(literal: str) -> int | _LongInteger:
-        if len(literal) >= _RANGE_DIGITS:
-            flagged.append(True)
+        if len(literal) < _RANGE_DIGITS:
+            return int(literal)
+        flagged.append(True)
         return _integer(literal)
 
     data = json.loads(text, object_pairs_hook=object_hook, parse_int=integer_hook)

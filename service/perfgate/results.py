@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
@@ -103,7 +104,17 @@ def _at(suffix: str, check: Callable[[object], Any], value: object) -> Any:
         ) from None
 
 
+# The largest finite float: a float from 0 to this is a valid value as it is.
+_FLOAT_MAX = sys.float_info.max
+
+
 def _value(value: object) -> float:
+    # The common cases first, with what `_number` returns for them: this runs for every value
+    # and profile number of a document (360,000 times for 60,000 benchmarks).
+    if type(value) is float and 0.0 <= value <= _FLOAT_MAX:  # False for NaN
+        return value
+    if type(value) is int and value >= 0:
+        return float(value)
     return _number(value, "value")
 
 
@@ -312,7 +323,9 @@ _BENCHMARKS: TypeAdapter[list[Benchmark]] = TypeAdapter(list[Benchmark])
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    # check_circular=False writes the same text (a dump has no cycles to find) without recording
+    # every list and object of it on the way.
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), check_circular=False)
 
 
 # --- loading --------------------------------------------------------------------------------------
@@ -336,8 +349,15 @@ def load_document(path: str | Path, *, max_bytes: int) -> ResultsDocument:
 def parse_document_bytes(raw: bytes, *, source: str = "") -> ResultsDocument:
     """Parse JSON bytes and validate them as a results document."""
     with gc_paused():
-        data, flagged = decode_json(raw, source=source, decode=document_json.decode_checked)
-        return _parse(data, source=source, free_form_only=not flagged)
+        return _parse_bytes(raw, source)
+
+
+def _parse_bytes(raw: bytes, source: str) -> ResultsDocument:
+    # A function of its own so that the decoded data, its local, is freed when it returns, inside
+    # the caller's pause: alive after it, its millions of objects would be walked by the
+    # collector's next run (gc_pause).
+    data, flagged = decode_json(raw, source=source, decode=document_json.decode_checked)
+    return _parse(data, source=source, free_form_only=not flagged)
 
 
 def decode_json(raw: bytes, *, source: str, decode: Callable[[str], Any] = json.loads) -> Any:

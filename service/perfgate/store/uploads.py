@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
@@ -9,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from perfgate.errors import ConflictError, DatabaseError, DocumentError
 from perfgate.gc_pause import gc_paused
-from perfgate.results import ResultsDocument
+from perfgate.results import ResultsDocument, parse_document_bytes
 from perfgate.store import bulk, models, row_writes
 from perfgate.store.change_points import refresh_changes
 from perfgate.store.documents import (
@@ -47,6 +48,35 @@ def store_document(sessions: sessionmaker[Session], document: ResultsDocument) -
     # the rows and the change-point refresh set off would walk again (perfgate/gc_pause.py).
     with gc_paused():
         return _store(sessions, document)
+
+
+def store_document_bytes(
+    sessions: sessionmaker[Session],
+    raw: bytes,
+    *,
+    accept: Callable[[ResultsDocument], None] | None = None,
+) -> UploadOutcome:
+    """Parse, validate and store a document's JSON bytes (`parse_document_bytes`, then
+    `store_document`); `accept(document)`, if given, runs between the two and may raise.
+
+    One pause of the collector covers all of it, and the document is freed before the pause
+    ends: alive when the collector runs again, a large document's millions of objects are walked
+    once per generation (0.7-1 s each for 60,000 benchmarks), while the caller held it.
+    """
+    with gc_paused():
+        return _parse_and_store(sessions, raw, accept)
+
+
+def _parse_and_store(
+    sessions: sessionmaker[Session],
+    raw: bytes,
+    accept: Callable[[ResultsDocument], None] | None,
+) -> UploadOutcome:
+    # The document is this frame's local: freed on return, inside store_document_bytes' pause.
+    document = parse_document_bytes(raw)
+    if accept is not None:
+        accept(document)
+    return _store(sessions, document)
 
 
 def _store(sessions: sessionmaker[Session], document: ResultsDocument) -> UploadOutcome:

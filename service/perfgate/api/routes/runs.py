@@ -12,11 +12,11 @@ from perfgate.api.deps import SessionDep, get_state
 from perfgate.api.routes import errors
 from perfgate.api.schemas import RunCreated, RunOut, RunsOut, UtcTime
 from perfgate.errors import NotFoundError, PermissionDeniedError
-from perfgate.results import ResultsDocument, parse_document_bytes
+from perfgate.results import ResultsDocument
 from perfgate.store import catalog
 from perfgate.store.documents import rebuild_document
 from perfgate.store.tokens import Grant
-from perfgate.store.uploads import store_document
+from perfgate.store.uploads import store_document_bytes
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
 
@@ -68,13 +68,18 @@ async def upload_run(request: Request, response: Response) -> RunCreated:
     # The token is checked before a byte of the body is read.
     grant = await run_in_threadpool(_authorize_upload, request)
     raw = await _read_body(request)
-    document: ResultsDocument = await run_in_threadpool(parse_document_bytes, raw)
-    if document.run.project != grant.project:
-        raise PermissionDeniedError(
-            f"this token is for project {grant.project!r}, "
-            f"but run.project is {document.run.project!r}"
-        )
-    outcome = await run_in_threadpool(store_document, get_state(request).sessions, document)
+
+    def accept(document: ResultsDocument) -> None:
+        if document.run.project != grant.project:
+            raise PermissionDeniedError(
+                f"this token is for project {grant.project!r}, "
+                f"but run.project is {document.run.project!r}"
+            )
+
+    # Parsed and stored in one call: the document never outlives it (store_document_bytes).
+    outcome = await run_in_threadpool(
+        store_document_bytes, get_state(request).sessions, raw, accept=accept
+    )
     if not outcome.created:
         response.status_code = 200
     return RunCreated(id=outcome.run_id)
