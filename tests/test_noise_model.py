@@ -524,21 +524,6 @@ def test_the_pooled_baseline_travels_with_the_result_and_its_json() -> None:
     assert _time(compare_documents(base, head))["b0"].baseline_runs == 0
 
 
-def test_a_changed_benchmark_does_not_widen_its_own_allowance() -> None:
-    # Its own difference is left out of the cross-section that sets its drift (three rounds a
-    # side, one side after the other): its CI is as wide slowed as unchanged. With it in, a
-    # +30% change among 13 benchmarks widened its own CI by a fifth or more.
-    def width(result: Any) -> float:
-        return math.log(result.ci[1]) - math.log(result.ci[0])
-
-    for seed in range(4):
-        base, head = Suite(300 + seed, sd=0.03).sides(3, alternate=False)
-        _, slowed = Suite(300 + seed, sd=0.03).sides(3, {3: 1.3}, alternate=False)
-        unchanged = _time(compare_documents(base, head))["b3"]
-        changed = _time(compare_documents(base, slowed))["b3"]
-        assert width(changed) == pytest.approx(width(unchanged), rel=0.05)
-
-
 @pytest.mark.parametrize("n", [9, 13, 40])
 def test_qn_variance_is_unbiased_with_the_degrees_of_freedom_it_claims(n: int) -> None:
     rng = np.random.default_rng(n)

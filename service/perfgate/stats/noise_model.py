@@ -262,31 +262,26 @@ def build(
             own[(key, "time")] = found
 
     typical_weight = float(np.median([w for w, _ in weights.values()])) if keys else 1.0
-    # With no evidence of any benchmark's own (one round a side), every benchmark takes the
-    # whole suite's cross-section, its own difference included: it is the only trace of its
-    # own scale there is, and on recorded suites whose benchmarks differ in noise leaving it
-    # out raised one-round false alarms (docs/comparator.md, "The noise model").
+    # Every benchmark's scale and drift come from the whole suite's cross-section, its own
+    # difference included: the only trace of its own drift (or, with one round, its own scale)
+    # the comparison holds. Leaving it out, as an externally studentized residual would, let
+    # recorded suites whose benchmarks differ in noise and drift raise more false alarms
+    # (docs/comparator.md, "The noise model").
     cross = noise.cross_section([differences[key] for key in keys])
     fallback = noise.with_fallback(_per_round(cross, typical_weight), noise.DEFAULT_PROCESS)
     moderated, prior = noise.moderated(own, fallback)
     prior_source = (
         "runner's pooled scale" if own else ("cross-section" if cross is not None else "default")
     )
-    # Drift the rounds cannot see when the sides ran one after the other: the other benchmarks
+    # Drift the rounds cannot see when the sides ran one after the other: the benchmarks
     # disagree with each other more than their rounds predict. Alternating sides share it, and
     # a benchmark with history has it measured (below).
-    drifts = dict.fromkeys(keys, 0.0)
-    if own and not shape.alternated:
-        # Each benchmark's drift leaves its own difference out: a changed benchmark would
-        # otherwise widen its own allowance (one +4 sd change among 13 raises Qn² by half),
-        # and its own rounds already say how noisy it is.
-        crosses = leave_one_out_cross_sections(differences, keys)
+    drift = 0.0
+    if own and cross is not None and not shape.alternated:
         predicted = float(
             np.median([moderated.get((k, "time"), prior).var * weights[k][0] for k in keys])
         )
-        for key in keys:
-            others = crosses[key]
-            drifts[key] = 0.0 if others is None else max(others.var - predicted, 0.0)
+        drift = max(cross.var - predicted, 0.0)
 
     machine, machine_assumed = _machine(factors, shape, history, calibration)
     # How heavy the tails are (each benchmark's from history, shrunk towards the runner's; else
@@ -302,7 +297,7 @@ def build(
         round_weight, machine_weight = weights[key]
         # History's runs are separate jobs: their spread already holds the drift between jobs;
         # a baseline averaged over them also carries how far the benchmarks wander from it.
-        relative = process.var * round_weight + (0.0 if key in history_sigma else drifts[key])
+        relative = process.var * round_weight + (0.0 if key in history_sigma else drift)
         if key in baselines and history.wander is not None:
             relative += history.wander.var
         machine_var = machine.var * machine_weight
@@ -327,31 +322,6 @@ def build(
             tail_df=tail,
         )
     return floors, machine
-
-
-# Above this many benchmarks one benchmark moves the suite's Qn by under 2% (a +4 sd change:
-# 2% at 100, 0.8% at 200), and leaving each out in turn would cost O(n³).
-LEAVE_ONE_OUT_MAX = 100
-
-
-def leave_one_out_cross_sections(
-    differences: Mapping[str, float], keys: Sequence[str]
-) -> dict[str, Evidence | None]:
-    """For each benchmark, the cross-section of the others' differences (`noise.cross_section`).
-
-    Used for the drift between sides measured one after the other, which the benchmark's own
-    rounds cannot show: its own difference there is the signal, and as one of few values it
-    would inflate the robust scale (as the externally studentized residual leaves the tested
-    point out). Past `LEAVE_ONE_OUT_MAX` benchmarks every benchmark gets the whole suite's.
-    """
-    values = [differences[key] for key in keys]
-    if len(keys) > LEAVE_ONE_OUT_MAX:
-        whole = noise.cross_section(values)
-        return dict.fromkeys(keys, whole)
-    return {
-        key: noise.cross_section(values[:index] + values[index + 1 :])
-        for index, key in enumerate(keys)
-    }
 
 
 def _per_round(cross: Evidence | None, typical_weight: float) -> Evidence | None:
