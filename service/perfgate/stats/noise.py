@@ -139,7 +139,8 @@ def qn_variance(values: np.ndarray) -> Evidence:
     variance's degrees of freedom (0.61 of n - 1 at 13 values, 0.74 at 40). Both are corrected
     here, as simulated at the normal: from 9 values on within a few percent
     (`tests/test_noise_model.py` checks them against a seeded simulation); below, both err on
-    the cautious side (the variance 3-7% high at 4-8 values, 27% at 3; the df lower).
+    the cautious side but for a few percent (the variance within 7% at 4-8 values, 27% high at
+    3; the df lower).
     """
     n = values.size
     var = qn_scale(values) ** 2 / (1.0 + 1.0 / n)
