@@ -128,6 +128,7 @@ def test_exact_memory_metrics_repeat_exactly_for_every_example(instance):
 
 def _recording_instance(name: str, seen: list[dict[str, str | None]]) -> BenchmarkInstance:
     def setup():
+        from torch._inductor import config
         from torch._inductor.runtime.cache_dir_utils import cache_dir
 
         directory = cache_dir()  # where inductor would write what this setup compiles
@@ -136,6 +137,8 @@ def _recording_instance(name: str, seen: list[dict[str, str | None]]) -> Benchma
                 **{variable: os.environ.get(variable) for variable in CACHE_VARIABLES},
                 "inductor": directory,
                 "empty": str(not any(Path(directory).iterdir())),
+                # Inductor's precompiled headers are machine-wide, whatever the cache directory.
+                "precompiled_headers": str(config.cpp_cache_precompile_headers),
             }
         )
         compiled = torch.compile(lambda x: x.sin() + 1, backend="eager")
@@ -164,6 +167,7 @@ def test_every_instance_compiles_against_an_empty_private_cache(monkeypatch, tmp
         assert recorded["inductor"] == str(directory)
         assert recorded["TRITON_CACHE_DIR"] == str(directory / "triton")
         assert recorded["empty"] == "True"
+        assert recorded["precompiled_headers"] == "False"
     assert first["TORCHINDUCTOR_CACHE_DIR"] != second["TORCHINDUCTOR_CACHE_DIR"]
     # The person's own cache setting is back, the private directories are gone.
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(own)

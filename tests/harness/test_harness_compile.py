@@ -107,18 +107,40 @@ def test_no_kernel_count_without_inductor(monkeypatch):
     assert compile_clock.generated_kernels() == 3
 
 
-def test_each_instance_compiles_on_one_thread_and_the_setting_is_put_back(monkeypatch):
+def test_each_instance_compiles_on_one_thread_without_precompiled_headers_then_puts_back(
+    monkeypatch,
+):
     config = types.ModuleType("torch._inductor.config")
     config.compile_threads = 8  # type: ignore[attr-defined]
+    config.cpp_cache_precompile_headers = True  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "torch._inductor.config", config)
     monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "8")
+    monkeypatch.delenv("TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS", raising=False)
     cache = PrivateCompileCache()
     cache.fresh()
     assert os.environ["TORCHINDUCTOR_COMPILE_THREADS"] == COMPILE_THREADS == "1"
+    # Inductor's precompiled header lives machine-wide, outside the private cache.
+    assert os.environ["TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS"] == "0"
     assert config.compile_threads == 1  # type: ignore[attr-defined]
+    assert config.cpp_cache_precompile_headers is False  # type: ignore[attr-defined]
     config.compile_threads = 4  # type: ignore[attr-defined]  # a setup chose otherwise
+    config.cpp_cache_precompile_headers = True  # type: ignore[attr-defined]
     cache.fresh()
     assert config.compile_threads == 1  # type: ignore[attr-defined]
+    assert config.cpp_cache_precompile_headers is False  # type: ignore[attr-defined]
     cache.close()
     assert os.environ["TORCHINDUCTOR_COMPILE_THREADS"] == "8"
+    assert "TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS" not in os.environ
+    assert config.compile_threads == 8  # type: ignore[attr-defined]
+    assert config.cpp_cache_precompile_headers is True  # type: ignore[attr-defined]
+
+
+def test_a_torch_without_one_of_the_settings_is_left_as_it_is(monkeypatch):
+    config = types.ModuleType("torch._inductor.config")
+    config.compile_threads = 8  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch._inductor.config", config)
+    cache = PrivateCompileCache()
+    cache.fresh()
+    assert not hasattr(config, "cpp_cache_precompile_headers")
+    cache.close()
     assert config.compile_threads == 8  # type: ignore[attr-defined]

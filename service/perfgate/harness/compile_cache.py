@@ -11,6 +11,13 @@ The instance also compiles on one thread (`TORCHINDUCTOR_COMPILE_THREADS=1`, and
 `compile_threads` when it is loaded): a pool of compile workers outlives the compile, so the CPU
 seconds it spends are not in the measuring process's accounts (`compile_clock.py`), and which
 worker picks up which kernel changes from run to run.
+
+And it compiles without precompiled headers (`TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS=0`,
+and inductor's `cpp_cache_precompile_headers`). Inductor keeps its precompiled C++ header in a
+machine-wide directory on purpose, outside TORCHINDUCTOR_CACHE_DIR: the first compile on a
+machine builds it (155 MB, about 2.7 s of CPU for `mlp_compiled`) and every later process on
+that machine reuses it, so a private cache alone left compile_time 35% lower in every process
+after the first (docs/harness.md). Without the header every process does the same work.
 """
 
 from __future__ import annotations
@@ -26,12 +33,19 @@ from perfgate.config import replace_environment, restore_environment
 CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 _UNSET = object()
 #: What a compile_time measured this way states as its `method`: user CPU seconds of a cold
-#: compile (`compile_clock.py`).
-COLD_METHOD = "cold_user_cpu"
+#: compile without precompiled headers (`compile_clock.py`). `cold_user_cpu`, before it, reused
+#: a machine-wide precompiled header whenever an earlier process had built one.
+COLD_METHOD = "cold_user_cpu_no_pch"
 #: The `method` of compile_wall_time: wall seconds of the same cold compile (informational).
 COLD_WALL_METHOD = "cold_wall"
 #: Inductor's compile worker count, for the measuring process.
 COMPILE_THREADS = "1"
+#: What each instance compiles under: the environment variable with its text, and the config
+#: attribute with its value (inductor reads the variable only when it is first imported).
+_INDUCTOR_SETTINGS: tuple[tuple[str, str, str, object], ...] = (
+    ("TORCHINDUCTOR_COMPILE_THREADS", COMPILE_THREADS, "compile_threads", int(COMPILE_THREADS)),
+    ("TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS", "0", "cpp_cache_precompile_headers", False),
+)
 
 
 class PrivateCompileCache:
@@ -44,8 +58,8 @@ class PrivateCompileCache:
         self._saved: dict[str, str | None] | None = None
         self._count = 0
         self.current: Path | None = None
-        #: inductor's `compile_threads` before the first instance (when it was loaded then).
-        self._threads: object = _UNSET
+        #: inductor's config values before the first instance that found it loaded.
+        self._config: dict[str, object] = {}
 
     def fresh(self) -> Path:
         """Point the cache variables at a new, empty directory and forget in-memory artefacts."""
@@ -59,14 +73,15 @@ class PrivateCompileCache:
             {
                 "TORCHINDUCTOR_CACHE_DIR": str(directory),
                 "TRITON_CACHE_DIR": str(directory / "triton"),
-                "TORCHINDUCTOR_COMPILE_THREADS": COMPILE_THREADS,
+                **{variable: text for variable, text, _, _ in _INDUCTOR_SETTINGS},
             }
         )
         if self._saved is None:
             self._saved = saved
-        previous = _set_compile_threads(int(COMPILE_THREADS))
-        if self._threads is _UNSET:
-            self._threads = previous
+        for _, _, name, value in _INDUCTOR_SETTINGS:
+            previous = _set_inductor_config(name, value)
+            if previous is not _UNSET:
+                self._config.setdefault(name, previous)
         clear_inductor_caches()
         self.current = directory
         return directory
@@ -76,9 +91,9 @@ class PrivateCompileCache:
         if self._saved is not None:
             restore_environment(self._saved)
             self._saved = None
-        if self._threads is not _UNSET:
-            _set_compile_threads(self._threads)
-            self._threads = _UNSET
+        for name, value in self._config.items():
+            _set_inductor_config(name, value)
+        self._config = {}
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
@@ -99,12 +114,13 @@ def clear_inductor_caches() -> None:
         clear()
 
 
-def _set_compile_threads(value: object) -> object:
-    """Set inductor's `compile_threads` if its config is loaded (it reads the environment
-    variable only when first imported); returns the value before, `_UNSET` when not loaded."""
+def _set_inductor_config(name: str, value: object) -> object:
+    """Set one of inductor's config values if its config is loaded (it reads the environment
+    only when first imported); returns the value before, `_UNSET` when not loaded or when this
+    torch has no such setting."""
     config = sys.modules.get("torch._inductor.config")
-    if config is None or value is _UNSET:
+    if config is None or not hasattr(config, name):
         return _UNSET
-    previous = getattr(config, "compile_threads", _UNSET)
-    setattr(config, "compile_threads", value)  # noqa: B010  (a module found at run time)
+    previous = getattr(config, name)
+    setattr(config, name, value)
     return previous
