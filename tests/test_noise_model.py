@@ -13,7 +13,7 @@ import pytest
 
 from perfgate.errors import UsageError
 from perfgate.results import ResultsDocument, parse_document
-from perfgate.stats import noise
+from perfgate.stats import noise, noise_model
 from perfgate.stats.calibration import Calibration, calibrate
 from perfgate.stats.compare_documents import compare_documents
 from perfgate.stats.model import POSSIBLE_REGRESSION, Comparison
@@ -24,12 +24,19 @@ M = 13
 
 
 def _document(
-    medians: np.ndarray, *, index: int, commit: str, rng: np.random.Generator, samples: int = 30
+    medians: np.ndarray,
+    *,
+    index: int,
+    commit: str,
+    rng: np.random.Generator,
+    samples: int = 30,
+    inner: dict[int, float] | None = None,
 ) -> ResultsDocument:
-    """One round (process) of a suite whose benchmark medians are `medians`."""
+    """One round (process) of a suite whose benchmark medians are `medians`; each benchmark's
+    samples spread 0.5% (log) inside the round, or `inner[j]`."""
     benchmarks = []
     for j, median in enumerate(medians):
-        values = median * np.exp(rng.normal(0.0, 0.005, samples))
+        values = median * np.exp(rng.normal(0.0, (inner or {}).get(j, 0.005), samples))
         benchmarks.append(
             {
                 "name": f"b{j}",
@@ -65,22 +72,36 @@ def _document(
 
 
 class Suite:
-    """A simulated suite: processes whose benchmarks move `sd` (log) each, seeded."""
+    """A simulated suite: processes whose benchmarks move `sd` (log) each, seeded; `noisy`
+    gives a benchmark its own (process sd, spread inside a round)."""
 
-    def __init__(self, seed: int, *, sd: float = 0.03, machine: float = 0.0, m: int = M) -> None:
+    def __init__(
+        self,
+        seed: int,
+        *,
+        sd: float = 0.03,
+        machine: float = 0.0,
+        m: int = M,
+        noisy: dict[int, tuple[float, float]] | None = None,
+    ) -> None:
         self.rng = np.random.default_rng(seed)
         self.levels = np.exp(self.rng.normal(-7.0, 1.0, m))
         self.sd, self.machine, self.m = sd, machine, m
+        self.noisy = noisy or {}
         self.index = 0
 
     def process(self, factors: dict[int, float] | None = None, *, commit: str) -> ResultsDocument:
+        sds = np.full(self.m, self.sd)
+        for j, (process_sd, _) in self.noisy.items():
+            sds[j] = process_sd
         medians = self.levels * np.exp(
-            self.rng.normal(0.0, self.sd, self.m) + self.rng.normal(0.0, self.machine or 1e-12)
+            self.rng.normal(0.0, sds) + self.rng.normal(0.0, self.machine or 1e-12)
         )
         for j, factor in (factors or {}).items():
             medians[j] *= factor
         self.index += 1
-        return _document(medians, index=self.index, commit=commit, rng=self.rng)
+        inner = {j: spread for j, (_, spread) in self.noisy.items()}
+        return _document(medians, index=self.index, commit=commit, rng=self.rng, inner=inner)
 
     def sides(
         self, rounds: int, factors: dict[int, float] | None = None, *, alternate: bool = True
@@ -208,6 +229,39 @@ def test_one_round_among_two_benchmarks_still_finds_50_percent() -> None:
 
 
 ALARM_WORDS = ("regression", "improvement")
+
+
+def test_a_benchmark_spreading_more_inside_its_run_gets_a_wider_one_round_allowance() -> None:
+    # b5's processes move 10% where the others move 2%, and its calls spread 5x more inside a
+    # run: with one round a side and nothing else to learn from, that spread is the only sign.
+    noisy = {5: (0.10, 0.025)}
+    alarms = found = 0
+    texts: list[str] = []
+    for seed in range(30):
+        base, head = Suite(seed, sd=0.02, noisy=noisy).sides(1, {2: 1.25}, alternate=False)
+        results = _time(compare_documents(base, head))
+        alarms += results["b5"].verdict in ALARM_WORDS
+        found += results["b2"].verdict == "regression"
+        texts.append(results["b5"].noise or "")
+    # Judged at the suite's pooled 2% instead, it is called changed in 8 of these 30 seeds.
+    assert alarms <= 1
+    assert found >= 27
+    assert all("for its spread in a run" in text for text in texts)
+
+
+def test_within_run_widening_needs_a_spread_beyond_its_sampling_error() -> None:
+    typical = noise_model.WithinRun(spread=0.01, samples=100)
+    keys = [f"b{j}" for j in range(5)]
+    within = dict.fromkeys(keys[:3], typical)
+    # 3x the typical spread on 400 samples: widened by 3 less twice its error (5.8% in log).
+    within["b3"] = noise_model.WithinRun(spread=0.03, samples=400)
+    # 1.3x on 30 samples is within what the spread estimate's own error explains.
+    within["b4"] = noise_model.WithinRun(spread=0.013, samples=30)
+    widening = noise_model.within_run_widening(keys, within)
+    assert widening["b0"] == widening["b4"] == 1.0
+    assert widening["b3"] == pytest.approx(3 * math.exp(-2 * 1.166 / 20))
+    # Too few benchmarks with a spread to say what is typical: nothing is widened.
+    assert set(noise_model.within_run_widening(keys, {"b3": within["b3"]}).values()) == {1.0}
 
 
 def test_identical_code_keeps_false_alarms_within_target_on_simulated_suites() -> None:

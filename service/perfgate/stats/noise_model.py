@@ -223,12 +223,14 @@ def build(
     history: noise.History,
     calibration: Calibration | None,
     baselines: Mapping[str, Baseline] | None = None,
+    within: Mapping[str, WithinRun] | None = None,
 ) -> tuple[dict[str, NoiseFloor], Evidence]:
     """Every timed key's noise floor, and the machine's shared variance of the comparison.
 
     `round_logs` holds each key's base and head round log medians (machine factors already
     divided out); `differences` each key's d_j (against its baseline); `factors` each side's
-    round factors; `baselines` the keys whose baseline pools history (`history_baseline`).
+    round factors; `baselines` the keys whose baseline pools history (`history_baseline`);
+    `within` each key's spread of log samples inside a run (`within_run_spread`).
     """
     baselines = baselines or {}
     share = {key: baselines[key].base_share if key in baselines else 1.0 for key in keys}
@@ -290,10 +292,17 @@ def build(
     # are not assumed (a t with few df and the false-discovery correction together would cost
     # most of the power on ordinary noise; bench/eval_comparator.py measured it).
     runner_tail = history.tail or (calibration.tail_df if calibration is not None else None)
+    # A benchmark with no evidence of its own takes the pooled scale, widened where its calls
+    # spread more inside a run than the suite's typical benchmark's do.
+    widening = within_run_widening(keys, within or {})
     floors: dict[str, NoiseFloor] = {}
     for key in keys:
         tail = history.tails.get((key, "time"), runner_tail) or math.inf
-        process = moderated.get((key, "time"), prior)
+        process = moderated.get((key, "time"))
+        if process is None:
+            process = Evidence(var=prior.var * widening[key] ** 2, df=prior.df)
+            if widening[key] > 1.0:
+                sources[key].append(f"{prior_source}, x{widening[key]:.1f} for its spread in a run")
         round_weight, machine_weight = weights[key]
         # History's runs are separate jobs: their spread already holds the drift between jobs;
         # a baseline averaged over them also carries how far the benchmarks wander from it.
@@ -322,6 +331,35 @@ def build(
             tail_df=tail,
         )
     return floors, machine
+
+
+@dataclass(frozen=True)
+class WithinRun:
+    """A benchmark's spread of log samples inside a run, and the samples it rests on."""
+
+    spread: float
+    samples: int
+
+    @property
+    def log_error(self) -> float:
+        """Standard error of log(spread): a MAD scale is 37% as efficient as the sd."""
+        return 1.166 / math.sqrt(self.samples)
+
+
+def within_run_widening(keys: Sequence[str], within: Mapping[str, WithinRun]) -> dict[str, float]:
+    """How much wider than the suite's typical benchmark each one's process spread is taken to
+    be, for a benchmark with no evidence of its own: its spread inside a run over the typical
+    one, beyond twice that ratio's sampling error, never below 1."""
+    known = [within[k].spread for k in keys if k in within]
+    if len(known) < 3:
+        return dict.fromkeys(keys, 1.0)
+    typical = math.log(float(np.median(known)))
+    out = {}
+    for k in keys:
+        found = within.get(k)
+        excess = 0.0 if found is None else math.log(found.spread) - typical - 2 * found.log_error
+        out[k] = math.exp(max(excess, 0.0))
+    return out
 
 
 def _per_round(cross: Evidence | None, typical_weight: float) -> Evidence | None:
