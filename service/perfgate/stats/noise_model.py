@@ -301,7 +301,8 @@ def build(
         process = moderated.get((key, "time"))
         if process is None:
             process = Evidence(var=prior.var * widening[key] ** 2, df=prior.df)
-            if widening[key] > 1.0:
+            # Named once it shows at the text's precision.
+            if widening[key] >= 1.05:
                 sources[key].append(f"{prior_source}, x{widening[key]:.1f} for its spread in a run")
         round_weight, machine_weight = weights[key]
         # History's runs are separate jobs: their spread already holds the drift between jobs;
