@@ -66,6 +66,15 @@ def test_a_ten_percent_slower_compile_is_a_regression():
     assert result.verdict == "regression", result.reason
 
 
+def test_five_processes_a_side_are_few_samples_not_noisy_ones():
+    # `perfgate demo` runs 5 rounds a side: five cold compiles are too few for an
+    # order-statistic interval of the median, which is no sign that they spread.
+    result = _compile_time(_processes(3, 9.7, 0.01, n=5), _processes(4, 9.7, 0.01, n=5))
+    assert result.verdict == "unchanged", result.reason
+    slower = _compile_time(_processes(3, 9.7, 0.01, n=5), _processes(4, 10.67, 0.01, n=5))
+    assert slower.verdict == "regression", slower.reason
+
+
 def test_compiles_that_spread_widely_are_not_called_unchanged():
     result = _compile_time(_processes(3, 9.7, 0.10), _processes(4, 9.7, 0.10))
     assert result.verdict == "inconclusive", result.reason

@@ -308,7 +308,10 @@ def estimate_sampled(
     model_p = 1.0 if spread == 0 else float(2.0 * scipy_stats.t.sf(abs(point) / spread, df))
     noisy = None
     for name, samples in (("base", base), ("head", head)):
-        if median_halfwidth(samples) > settings.noisy_halfwidth:
+        # Under 6 samples no order-statistic interval of the median exists at all (one figure
+        # per process, e.g. compile_time over 5 rounds): that is few samples, not spread ones,
+        # and the rank test's smallest p and the noise model's floor already answer for it.
+        if samples.size >= 6 and median_halfwidth(samples) > settings.noisy_halfwidth:
             noisy = name
             break
     return SampledEstimate(
