@@ -15,6 +15,7 @@ from functools import cached_property
 import numpy as np
 from scipy import stats as scipy_stats
 
+from perfgate.stats.median_ci import MIN_SAMPLES
 from perfgate.stats.model import SideSummary, Verdict
 
 # A change whose point estimate is beyond this many thresholds, with a p below FLAG_P (more
@@ -117,14 +118,17 @@ def bootstrap_medians(samples: np.ndarray, rng: np.random.Generator, resamples: 
     return medians
 
 
-def median_halfwidth(samples: np.ndarray) -> float:
+def median_halfwidth(samples: np.ndarray) -> float | None:
     """Half-width of the distribution-free 95% CI of log(median), from order statistics.
 
     How well a side pins its own median down: bimodal or very spread samples give a wide one.
+    None under `MIN_SAMPLES` samples, where no such interval exists (one figure per process,
+    e.g. compile_time over 5 rounds): that is few samples, not spread ones, and the rank test's
+    smallest p and the noise model's floor answer for it.
     """
     n = samples.size
-    if n < 6:
-        return math.inf
+    if n < MIN_SAMPLES:
+        return None
     ordered = np.sort(samples)
     # Ranks (1-based) of the order statistics bracketing the median with >= 95% coverage.
     low = int(scipy_stats.binom.ppf(0.025, n, 0.5))
@@ -308,10 +312,8 @@ def estimate_sampled(
     model_p = 1.0 if spread == 0 else float(2.0 * scipy_stats.t.sf(abs(point) / spread, df))
     noisy = None
     for name, samples in (("base", base), ("head", head)):
-        # Under 6 samples no order-statistic interval of the median exists at all (one figure
-        # per process, e.g. compile_time over 5 rounds): that is few samples, not spread ones,
-        # and the rank test's smallest p and the noise model's floor already answer for it.
-        if samples.size >= 6 and median_halfwidth(samples) > settings.noisy_halfwidth:
+        halfwidth = median_halfwidth(samples)
+        if halfwidth is not None and halfwidth > settings.noisy_halfwidth:
             noisy = name
             break
     return SampledEstimate(
