@@ -2,7 +2,7 @@
 
 For every recorded set in bench/data/comparator/, each benchmark's spread inside a run (1.4826
 MAD of the log samples of a round, the median over all rounds: what
-`compare_documents.within_run_spread` computes) against its spread between processes (the sd of
+`noise_model.within_run_spread` computes) against its spread between processes (the sd of
 its round log medians after each round's machine factor), and their Spearman rank correlation
 per set and pooled. docs/comparator.md cites it for the one-round widening
 (`noise_model.within_run_widening`).
@@ -19,7 +19,7 @@ from scipy import stats
 
 import recordings  # bench/ is on sys.path when this file is run as a script
 from eval_comparator import RecordedSource, _samples
-from perfgate.stats.compare_documents import within_run_spread
+from perfgate.stats.noise_model import within_run_spread
 
 
 def main() -> None:

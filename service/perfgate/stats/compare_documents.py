@@ -151,22 +151,6 @@ def _positive(rounds: Sequence[np.ndarray]) -> bool:
     return bool(rounds) and all(float(np.median(r)) > 0 for r in rounds)
 
 
-def within_run_spread(rounds: Sequence[np.ndarray]) -> noise_model.WithinRun | None:
-    """The typical spread of log samples inside one round (1.4826 MAD, the median over the
-    rounds with at least 5 positive samples) and how many samples it rests on; None without
-    such a round."""
-    spreads, count = [], 0
-    for samples in rounds:
-        positive = samples[samples > 0]
-        if len(positive) >= 5:
-            logs = np.log(positive)
-            spreads.append(1.4826 * float(np.median(np.abs(logs - np.median(logs)))))
-            count += len(positive)
-    if not spreads or float(np.median(spreads)) <= 0:
-        return None
-    return noise_model.WithinRun(spread=float(np.median(spreads)), samples=count)
-
-
 def _round_logs(rounds: Sequence[np.ndarray]) -> list[float]:
     return [math.log(max(float(np.median(r)), 1e-300)) for r in rounds]
 
@@ -313,7 +297,7 @@ def compare_documents(
         within={
             k: spread
             for k in timed
-            if (spread := within_run_spread([*steady[k][0], *steady[k][1]])) is not None
+            if (spread := noise_model.within_run_spread([*steady[k][0], *steady[k][1]])) is not None
         },
     )
     # The suite's finding keeps the machine's learnt spread; a shift beyond it that every

@@ -347,6 +347,22 @@ class WithinRun:
         return 1.166 / math.sqrt(self.samples)
 
 
+def within_run_spread(rounds: Sequence[np.ndarray]) -> WithinRun | None:
+    """The typical spread of log samples inside one round (1.4826 MAD, the median over the
+    rounds with at least 5 positive samples) and how many samples it rests on; None without
+    such a round, or where the samples tie (quantised timings)."""
+    spreads, count = [], 0
+    for samples in rounds:
+        positive = samples[samples > 0]
+        if len(positive) >= 5:
+            logs = np.log(positive)
+            spreads.append(1.4826 * float(np.median(np.abs(logs - np.median(logs)))))
+            count += len(positive)
+    if not spreads or float(np.median(spreads)) <= 0:
+        return None
+    return WithinRun(spread=float(np.median(spreads)), samples=count)
+
+
 def within_run_widening(keys: Sequence[str], within: Mapping[str, WithinRun]) -> dict[str, float]:
     """How much wider than the suite's typical benchmark each one's process spread is taken to
     be, for a benchmark with no evidence of its own: its spread inside a run over the typical
