@@ -393,7 +393,12 @@ class RecordedSource(Source):
     def __init__(self, recording: recordings.Recording) -> None:
         self.name, self.kind = recording.name, "recorded"
         self.rounds: list[ResultsDocument] = []
+        self.jobs: list[ResultsDocument] = []
+        # Where each job's rounds begin in `rounds`.
+        self.job_starts: dict[int, int] = {}
         for job in recording.jobs():
+            self.job_starts[len(self.rounds)] = len(self.jobs)
+            self.jobs.append(job)
             self.rounds.extend(_split_rounds(job))
         timed = [
             {
@@ -413,10 +418,32 @@ class RecordedSource(Source):
         self.sd = np.std(residual, axis=0)
         self.steady = np.asarray(self.sd <= STEADY_SD)
 
+    def whole_jobs(self, setting: Setting) -> bool:
+        """Whether a side of `setting` is one whole job of this set, as a CI job would give it.
+
+        Sequential sides of k rounds on a set recorded with `--rounds k`: the job's rounds ran in
+        one `perfgate run` (each in a fresh worker, one after the other), and its document says
+        so, so the comparator knows them for one job's rounds. Split into k documents they would
+        pass for k separate jobs, each with its own draw of the machine.
+        """
+        k = len(setting.base)
+        return (
+            k > 1
+            and setting.gap
+            and setting.base == tuple(range(k))
+            and setting.head == tuple(range(k, 2 * k))
+            and len(self.job_starts) * k == len(self.rounds)
+        )
+
     def placements(self, setting: Setting) -> list[Placement]:
         n, out = len(self.rounds), []
+        whole = self.whole_jobs(setting)
         for start in range(setting.before, n - setting.width + 1):
+            if whole and start not in self.job_starts:
+                continue
             for gap in range(n - start - setting.width + 1 if setting.gap else 1):
+                if whole and (start + len(setting.base) + gap) not in self.job_starts:
+                    continue
                 out.append(Placement(start, gap))
         return out
 
@@ -435,9 +462,15 @@ class RecordedSource(Source):
     def pair(self, setting: Setting, index: int, *, pairs: int, seed: int) -> Pair:
         placement = self.chosen(setting, pairs, seed)[index]
         history, base, head = placement.indices(setting)
+        if self.whole_jobs(setting):
+            base_docs = [self.jobs[self.job_starts[base[0]]]]
+            head_docs = [self.jobs[self.job_starts[head[0]]]]
+        else:
+            base_docs = [self.rounds[i] for i in base]
+            head_docs = [self.rounds[i] for i in head]
         return Pair(
-            base=[_as_commit(self.rounds[i], BASE_COMMIT) for i in base],
-            head=[_as_commit(self.rounds[i], HEAD_COMMIT) for i in head],
+            base=[_as_commit(d, BASE_COMMIT) for d in base_docs],
+            head=[_as_commit(d, HEAD_COMMIT) for d in head_docs],
             history=_history(
                 [_medians(self.rounds[i]) for i in history],
                 setting,
