@@ -12,7 +12,9 @@
 `eval` scores the comparator on two kinds of data, so that it cannot be tuned to one machine:
 simulated suites whose process-to-process noise follows named shapes (`bench/noise_sim.py`), and
 every recorded dataset in `bench/data/comparator/*.tar.xz` (jobs of identical code, one after
-another; a job with several rounds is split into single-round documents). Each is a time-ordered
+another; a job with several rounds is split into single-round documents, but for three sequential
+rounds a side on a set recorded with three rounds a job, where each side is one whole job:
+`RecordedSource.whole_jobs`). Each is a time-ordered
 sequence of rounds, from which five settings build base and head sides: one round a side, three
 rounds a side one after the other, three a side alternating (base, head, base, ...), one round a
 side with the 24 rounds before the base as the base branch's history, and one round a side with a
@@ -394,12 +396,15 @@ class RecordedSource(Source):
         self.name, self.kind = recording.name, "recorded"
         self.rounds: list[ResultsDocument] = []
         self.jobs: list[ResultsDocument] = []
-        # Where each job's rounds begin in `rounds`.
+        # Where each job's rounds begin in `rounds`, and how many rounds each job holds.
         self.job_starts: dict[int, int] = {}
+        self.rounds_per_job: set[int] = set()
         for job in recording.jobs():
             self.job_starts[len(self.rounds)] = len(self.jobs)
             self.jobs.append(job)
-            self.rounds.extend(_split_rounds(job))
+            split = _split_rounds(job)
+            self.rounds_per_job.add(len(split))
+            self.rounds.extend(split)
         timed = [
             {
                 b.key
@@ -432,7 +437,7 @@ class RecordedSource(Source):
             and setting.gap
             and setting.base == tuple(range(k))
             and setting.head == tuple(range(k, 2 * k))
-            and len(self.job_starts) * k == len(self.rounds)
+            and self.rounds_per_job == {k}
         )
 
     def placements(self, setting: Setting) -> list[Placement]:
