@@ -6,6 +6,7 @@ import json
 import math
 import tarfile
 import textwrap
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -179,8 +180,9 @@ def test_from_recorded_runs_stores_prints_and_writes(db_url: str, tmp_path: Path
     assert result.exit_code == 0, result.output
     assert "6 rounds of commit eeeeeeeeeeee" in result.stdout
     assert "machine factor:" in result.stdout
+    assert "tails: " in result.stdout
     assert "stored the calibration record of perfgate/examples" in result.stderr
-    rows = {line.split()[0] for line in result.stdout.splitlines()[4:]}
+    rows = {line.split()[0] for line in result.stdout.splitlines()[5:]}
     assert "matmul[dtype=float32,n=128]" in rows and "softmax[cols=1024,rows=1024]" in rows
     written = Calibration.from_json(json.loads(out.read_text()))
     assert written.rounds == 6 and written.project == "perfgate/examples"
@@ -251,14 +253,17 @@ def test_render_gives_spread_df_and_levels() -> None:
         },
     )
     text = render(record)
-    assert text.splitlines()[:2] == [
+    assert text.splitlines()[:3] == [
         "calibration of acme/models on runner ffffffffffff: 10 rounds of commit cccccccccccc "
         "from 2026-03-01 00:00 UTC",
         "machine factor: 2.00% round to round (df 9)",
+        "tails: not measured (under 40 values); comparisons assume none",
     ]
-    assert text.splitlines()[3].split() == ["benchmark", "metric", "spread", "df", "levels"]
-    assert text.splitlines()[4].split() == ["chain", "time", "1.01%", "8", "1.00x,", "1.31x"]
-    assert text.splitlines()[5].split() == ["mm[n=1]", "time", "1.50%", "9"]
+    assert text.splitlines()[4].split() == ["benchmark", "metric", "spread", "df", "levels"]
+    assert text.splitlines()[5].split() == ["chain", "time", "1.01%", "8", "1.00x,", "1.31x"]
+    assert text.splitlines()[6].split() == ["mm[n=1]", "time", "1.50%", "9"]
+    heavy = render(replace(record, tail_df=1.5)).splitlines()[2]
+    assert heavy.startswith("tails: Student-t with 1.5 df; comparisons on this runner take no")
     assert spread_percent(0.0) == "0.00%"
 
 

@@ -303,6 +303,23 @@ def spread_percent(sigma: float) -> str:
     return f"{100 * math.expm1(sigma):.2f}%"
 
 
+def tails_line(tail_df: float | None) -> str:
+    """What the record's tail weight does to this runner's comparisons, in one line.
+
+    Every CI and test of a runner with a calibration record (and no history of its own) takes
+    no more degrees of freedom than its tail weight, so a heavy-tailed runner is told apart
+    from a quiet one here rather than only in the width of its results.
+    """
+    from perfgate.stats.noise import MIN_TAIL_VALUES
+
+    if tail_df is None:
+        return f"tails: not measured (under {MIN_TAIL_VALUES} values); comparisons assume none"
+    return (
+        f"tails: Student-t with {tail_df:g} df; comparisons on this runner take no more "
+        "degrees of freedom than that (lower: rounds now and then land far off)"
+    )
+
+
 def render(calibration: Calibration) -> str:
     """The record as a table: one row per benchmark metric, spread, df and speed levels."""
     started = calibration.started_at
@@ -314,6 +331,7 @@ def render(calibration: Calibration) -> str:
         f"{calibration.rounds} rounds of commit {calibration.commit[:12]} from {when}",
         f"machine factor: {spread_percent(calibration.machine_sigma)} round to round "
         f"(df {calibration.machine_df})",
+        tails_line(calibration.tail_df),
     ]
     if not calibration.metrics:
         lines.append("no benchmark metric has rounds enough to show a spread")
