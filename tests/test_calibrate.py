@@ -257,13 +257,14 @@ def test_render_gives_spread_df_and_levels() -> None:
         "calibration of acme/models on runner ffffffffffff: 10 rounds of commit cccccccccccc "
         "from 2026-03-01 00:00 UTC",
         "machine factor: 2.00% round to round (df 9)",
-        "tails: not measured (under 40 values); comparisons assume none",
+        "tails: not measured (under 40 values); comparisons assume none unless the base "
+        "branch's history measures them",
     ]
     assert text.splitlines()[4].split() == ["benchmark", "metric", "spread", "df", "levels"]
     assert text.splitlines()[5].split() == ["chain", "time", "1.01%", "8", "1.00x,", "1.31x"]
     assert text.splitlines()[6].split() == ["mm[n=1]", "time", "1.50%", "9"]
     heavy = render(replace(record, tail_df=1.5)).splitlines()[2]
-    assert heavy.startswith("tails: Student-t with 1.5 df; comparisons on this runner take no")
+    assert heavy.startswith("tails: Student-t with 1.5 df; unless the base branch's history")
     assert spread_percent(0.0) == "0.00%"
 
 

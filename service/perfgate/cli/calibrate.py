@@ -306,17 +306,22 @@ def spread_percent(sigma: float) -> str:
 def tails_line(tail_df: float | None) -> str:
     """What the record's tail weight does to this runner's comparisons, in one line.
 
-    Every CI and test of a runner with a calibration record (and no history of its own) takes
-    no more degrees of freedom than its tail weight, so a heavy-tailed runner is told apart
-    from a quiet one here rather than only in the width of its results.
+    Each benchmark's CI and test on a runner with a calibration record takes no more degrees of
+    freedom than its tail weight where the base branch's history does not measure tails itself
+    (`noise_model.build`), so a heavy-tailed runner is told apart from a quiet one here rather
+    than only in the width of its results.
     """
     from perfgate.stats.noise import MIN_TAIL_VALUES
 
     if tail_df is None:
-        return f"tails: not measured (under {MIN_TAIL_VALUES} values); comparisons assume none"
+        return (
+            f"tails: not measured (under {MIN_TAIL_VALUES} values); comparisons assume none "
+            "unless the base branch's history measures them"
+        )
     return (
-        f"tails: Student-t with {tail_df:g} df; comparisons on this runner take no more "
-        "degrees of freedom than that (lower: rounds now and then land far off)"
+        f"tails: Student-t with {tail_df:g} df; unless the base branch's history measures its "
+        "own, each benchmark's CI and test on this runner take no more degrees of freedom than "
+        "that (lower: rounds now and then land far off)"
     )
 
 
