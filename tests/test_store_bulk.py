@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from perfgate.results import ResultsDocument, parse_document
 from perfgate.stats.summary import stored_median_ci, summarize
-from perfgate.store import documents, models, row_writes, uploads
+from perfgate.store import bulk, documents, models, row_writes, uploads
 from perfgate.store.connect import Store
 from perfgate.store.documents import rebuild_document
 from perfgate.store.uploads import store_document
@@ -231,3 +231,37 @@ def test_sample_summaries_equal_the_one_list_functions() -> None:
         assert summary == summarize(samples)
         assert ci == stored_median_ci(samples)
         assert blob == row_writes.pack_samples(samples)
+
+
+def test_stored_benchmarks_that_may_differ(store: Store) -> None:
+    """ensure_benchmark_rows hands back every stored row whose name or params differ as JSON from
+    the spec's (some that are the same JSON may come too), and the same ids either way."""
+    specs = [
+        row_writes.BenchmarkSpec(key="k[n=1]", name="k", params={"n": 1}),
+        row_writes.BenchmarkSpec(key="m[a=1,b=2]", name="m", params={"a": 1, "b": 2.5}),
+        row_writes.BenchmarkSpec(key="plain", name="plain", params={}),
+    ]
+    with store.sessions() as session, session.begin():
+        project_id = row_writes.ensure_project(session, name="acme/shared")
+        ids, differing = bulk.ensure_benchmark_rows(session, project_id=project_id, specs=specs)
+        if store.engine.dialect.name == "postgresql":
+            assert differing == {}  # created by this call from these very specs
+        again = [
+            row_writes.BenchmarkSpec(key="k[n=1]", name="k", params={"n": "1"}),  # 1 is not "1"
+            row_writes.BenchmarkSpec(key="m[a=1,b=2]", name="m", params={"b": 2.5, "a": 1}),
+            row_writes.BenchmarkSpec(key="plain", name="plain", params={}),
+            row_writes.BenchmarkSpec(key="new", name="new", params={"x": [1, 2]}),
+        ]
+        ids_again, differing = bulk.ensure_benchmark_rows(
+            session, project_id=project_id, specs=again
+        )
+    assert {key: ids_again[key] for key in ids} == ids and len(ids_again) == 4
+    assert differing["k[n=1]"].params == {"n": 1} and differing["k[n=1]"].name == "k"
+    if store.engine.dialect.name == "postgresql":
+        # Only rows whose stored text differs from the spec's are read back and decoded there.
+        assert set(differing) == {"k[n=1]", "m[a=1,b=2]"}
+    # The same JSON in another key order is no override.
+    stored = differing["m[a=1,b=2]"]
+    bench = parse_document(synthetic_document(benchmarks=1, samples=1, seed=1)).benchmarks[0]
+    same = bench.model_copy(update={"name": "m", "params": {"b": 2.5, "a": 1}})
+    assert documents.benchmark_override(same, (stored.name, stored.params)) is None

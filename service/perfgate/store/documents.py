@@ -130,8 +130,8 @@ def instance_rows(
 ) -> Iterator[tuple[Any, ...]]:
     """One `instances` row (INSTANCE_COLUMNS) per benchmark, in document order.
 
-    `stored` maps the keys of benchmark rows that existed before this upload to their (name,
-    params), from which the document's own may differ (`benchmark_override`).
+    `stored` maps the keys of benchmark rows whose stored (name, params) may differ from the
+    document's to them (`benchmark_override`); a key not in it has the document's own.
     """
     run_id = document.run.id
     before = stored or {}
