@@ -37,3 +37,42 @@ def test_other_settings_and_one_round_sets_keep_single_round_documents() -> None
     assert not one.whole_jobs(SEQUENTIAL)
     assert len(one.placements(SEQUENTIAL)) > len(one.jobs)  # any three consecutive jobs
     assert len(one.pair(SEQUENTIAL, 0, pairs=1, seed=0).base) == 3
+
+
+def test_false_alarm_interval_is_the_exact_binomial_one() -> None:
+    # Known Clopper-Pearson bounds: 0 of 100 -> (0, 3.62%); 3 of 260 -> (0.24%, 3.34%).
+    low, high = ec.rate_interval(0, 100)
+    assert low == 0.0 and abs(high - 0.0362) < 5e-4
+    low, high = ec.rate_interval(3, 260)
+    assert abs(low - 0.00238) < 5e-5 and abs(high - 0.03335) < 5e-4
+    assert ec.rate_interval(5, 5)[1] == 1.0
+
+
+def test_false_alarms_pool_per_setting_and_kind() -> None:
+    def row(data: str, kind: str, setting: str, alarms: int, results: int) -> dict[str, object]:
+        return {
+            "data": data,
+            "kind": kind,
+            "setting": setting,
+            "pairs": 20,
+            "aa_alarms": alarms,
+            "aa_results": results,
+        }
+
+    pools = ec.pooled(
+        [
+            row("gauss-3", "simulated", "1 round", 2, 260),
+            row("mixed", "simulated", "1 round", 4, 260),
+            row("modes-p0.1-2x", "simulated", "1 round", 30, 260),
+            row("avx512", "recorded", "1 round", 1, 156),
+            row("gauss-3", "simulated", "3 rounds sequential", 0, 260),
+        ]
+    )
+    by = {(p["setting"], p["kind"]): p for p in pools}
+    assert by[("1 round", "simulated")]["alarms"] == 6
+    assert by[("1 round", "simulated")]["results"] == 520
+    assert by[("1 round", "simulated, process modes")]["alarms"] == 30
+    assert by[("1 round", "recorded")]["rows"] == 1
+    assert by[("3 rounds sequential", "simulated")]["false_alarms"] == 0.0
+    low, high = by[("1 round", "simulated")]["false_alarms_ci"]
+    assert low < 6 / 520 < high
