@@ -25,8 +25,10 @@ benchmark slowed +10/+25/+50% (power, collateral alarms), and 60% of the suite s
 the gate fail; are the untouched benchmarks left alone). The same pairs go through other tools'
 rules (`bench/anchors.py`), and every row gets an oracle bound: the best power any cutoff on the
 ratio of the sides' medians could reach at the allowed false alarms, knowing this data's A/A
-distribution. It prints one markdown table, the rows that miss a target, and writes
-`bench/data/eval/latest.json` (`quick.json` with `--quick`). Progress goes to stderr.
+distribution. It prints one markdown table, the rows that miss a target (a false-alarm miss
+with its count and exact 95% interval), the false alarms pooled per setting over the simulated
+shapes and over the recorded sets, and writes `bench/data/eval/latest.json` (`quick.json` with
+`--quick`). Progress goes to stderr.
 
 Details. A simulated pair is a fresh sequence of the shape; the head window starts 0-8 rounds
 (`--max-gap`) after the base window, except when alternating. A recorded pair is a placement of
