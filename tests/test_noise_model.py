@@ -466,12 +466,24 @@ def test_a_shift_every_benchmark_shares_beyond_the_machines_history_is_the_suite
     common = comparison.common_factor
     assert common is not None and common.verdict == "regression"
     assert comparison.has_regression()
-    # The same shift with one benchmark slowed further: not every benchmark moved together,
-    # so each is judged on its own change as before.
+    # The same dip with one benchmark slowed further by the code: every benchmark moved at
+    # least +10%, so that part is the machine's or the whole suite's; the one that moved
+    # further is a regression, the others are not called changed for the dip alone.
+    # The shared part widens b0's CI as well: it is a regression or, at least, flagged as a
+    # possible one, and the suite's finding fails the gate either way.
     head = [suite.process({**dict.fromkeys(range(M), 1.10), 0: 1.40}, commit="c" * 40)]
+    comparison = compare_documents(base, head, history=history)
+    results = _time(comparison)
+    assert results["b0"].verdict == "regression" or results["b0"].flag == "possible_regression"
+    assert all(results[f"b{i}"].verdict == "inconclusive" for i in range(1, M))
+    assert "or further together" in (results["b1"].noise or "")
+    assert comparison.has_regression()
+    # Without the dip, the untouched benchmarks share no shift: each is judged on its own.
+    head = [suite.process({0: 1.40}, commit="c" * 40)]
     results = _time(compare_documents(base, head, history=history))
     assert results["b0"].verdict == "regression"
     assert "together" not in (results["b1"].noise or "")
+    assert not any(results[f"b{i}"].verdict == "regression" for i in range(1, M))
 
 
 def _stepped_history(suite: Suite, runs: int, *, at: int, key: int, step: float) -> list[Any]:

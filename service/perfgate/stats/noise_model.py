@@ -91,7 +91,8 @@ class NoiseFloor:
             text += f"; machine ±{expm1_or_inf(math.sqrt(self.machine_var)):.1%}"
             if self.shared_shift is not None:
                 text += (
-                    f" (every benchmark moved {expm1_or_inf(self.shared_shift):+.1%} together, "
+                    f" (every benchmark moved {expm1_or_inf(self.shared_shift):+.1%} or further "
+                    "together, "
                     "beyond the machine's learnt spread: a machine event or a change of the "
                     "whole suite, which one side's run cannot tell apart)"
                 )
@@ -477,13 +478,15 @@ def unexplained_shift(
     floors: Mapping[str, NoiseFloor],
     machine: Evidence,
 ) -> float | None:
-    """The suite's shift (log) when every benchmark moved by it together beyond the machine's
-    learnt spread; None otherwise.
+    """The suite's shift (log) when every benchmark moved by it (or further) beyond the
+    machine's learnt spread; None otherwise.
 
     The shift is the median benchmark's change. It is unexplained when it lies outside the 95%
     interval of the machine's learnt spread (with its degrees of freedom) and the median's own
     uncertainty; it is shared when no benchmark's change departs from it by more than the
-    benchmark's own noise allows (each at `SHIFT_TOGETHER_ALPHA` over the suite). A shift like
+    benchmark's own noise allows (each at `SHIFT_TOGETHER_ALPHA` over the suite). Where some
+    moved further, the shift is the least-moved quarter's, provided it too lies beyond the
+    machine's spread and no benchmark moved less than it by more than its noise allows. A shift like
     that is what a one-off machine event (a clock dip during the only round of a side) looks
     like, and equally what a change that slows every benchmark alike looks like: the
     benchmarks' own results cannot tell which, so the shift widens their CIs
@@ -503,11 +506,23 @@ def unexplained_shift(
     if abs(shift) <= allowed:
         return None
     level = 1.0 - SHIFT_TOGETHER_ALPHA / (2 * len(keys))
-    for key, value, var in zip(keys, values, relative, strict=True):
-        limit = float(scipy_stats.t.ppf(level, max(floors[key].df, 1.0))) * math.sqrt(var)
-        if abs(value - shift) > limit:
-            return None
-    return shift
+    limits = [
+        float(scipy_stats.t.ppf(level, max(floors[key].df, 1.0))) * math.sqrt(var)
+        for key, var in zip(keys, relative, strict=True)
+    ]
+    if all(abs(v - shift) <= limit for v, limit in zip(values, limits, strict=True)):
+        return shift
+    # Not all alike: some benchmarks moved further. If every one still moved at least as far as
+    # the least-moved quarter did, that part is shared, as when a clock dip slows the whole
+    # side's run and the code slows some benchmarks more: their own changes are judged with it
+    # as the machine's, and the least-moved are not called changed for the dip alone.
+    sign = 1.0 if shift > 0 else -1.0
+    floor_shift = float(np.quantile(values, 0.25 if sign > 0 else 0.75))
+    if abs(floor_shift) <= allowed:
+        return None
+    if any(sign * (v - floor_shift) < -limit for v, limit in zip(values, limits, strict=True)):
+        return None
+    return floor_shift
 
 
 def bounded_by_observed_shift(
