@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from scipy.stats import binom
+
 import eval_comparator as ec
 from recordings import find
 
@@ -40,11 +42,15 @@ def test_other_settings_and_one_round_sets_keep_single_round_documents() -> None
 
 
 def test_false_alarm_interval_is_the_exact_binomial_one() -> None:
-    # Known Clopper-Pearson bounds: 0 of 100 -> (0, 3.62%); 3 of 260 -> (0.24%, 3.34%).
+    # 0 of 100: the upper bound has the closed form 1 - 0.025^(1/100), 3.62%.
     low, high = ec.rate_interval(0, 100)
-    assert low == 0.0 and abs(high - 0.0362) < 5e-4
+    assert low == 0.0 and abs(high - (1 - 0.025 ** (1 / 100))) < 1e-9
+    # By definition: at the upper bound, 3 or fewer of 260 has probability 2.5%; at the lower
+    # one, 3 or more has.
     low, high = ec.rate_interval(3, 260)
-    assert abs(low - 0.00238) < 5e-5 and abs(high - 0.03335) < 5e-4
+    assert abs(binom.cdf(3, 260, high) - 0.025) < 1e-6
+    assert abs(binom.sf(2, 260, low) - 0.025) < 1e-6
+    assert low < 3 / 260 < high
     assert ec.rate_interval(5, 5)[1] == 1.0
 
 
