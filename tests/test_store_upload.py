@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import gc
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,7 @@ from sqlalchemy import select
 
 from perfgate.errors import ConflictError, DocumentError
 from perfgate.results import ResultsDocument, parse_document, parse_document_bytes
-from perfgate.store import bulk, models, row_writes
+from perfgate.store import bulk, models, row_writes, uploads
 from perfgate.store.connect import Store
 from perfgate.store.documents import rebuild_document
 from perfgate.store.uploads import store_document, store_document_bytes
@@ -128,12 +129,35 @@ def test_failure_midway_stores_nothing(store: Store, monkeypatch: pytest.MonkeyP
     assert _counts(store) == before
 
 
+def test_stored_hash_is_the_documents(store: Store) -> None:
+    """The hash is computed beside the insert and set before the commit: never the placeholder."""
+    doc = parse_document(synthetic_document(benchmarks=30, samples=5, seed=21))
+    store_document(store.sessions, doc)
+    with store.sessions() as session:
+        run = row_writes.get_run(session, run_id=doc.run.id)
+    assert run is not None and run.content_hash == doc.content_hash() != uploads.PENDING_HASH
+    assert not [t for t in threading.enumerate() if t.name.startswith("perfgate-hash")]
+
+
+def test_failing_hash_stores_nothing(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store_document(store.sessions, parse_document(synthetic_document(benchmarks=3, seed=1)))
+    before = _counts(store)
+
+    def failing_hash(self: ResultsDocument) -> str:
+        raise RuntimeError("simulated hash failure")
+
+    monkeypatch.setattr(ResultsDocument, "content_hash", failing_hash)
+    data = synthetic_document(benchmarks=30, seed=9, project="acme/new")
+    with pytest.raises(RuntimeError, match="simulated hash failure"):
+        store_document(store.sessions, parse_document(data))
+    assert _counts(store) == before
+
+
 def test_concurrent_duplicate_insert_is_recognised(store: Store) -> None:
     """A run that appears between the existence check and the insert is judged, not crashed on."""
     data = synthetic_document(benchmarks=2, samples=3, seed=4)
     doc = parse_document(data)
     store_document(store.sessions, doc)
-    from perfgate.store import uploads
 
     original = uploads.row_writes.get_run
     calls = {"n": 0}

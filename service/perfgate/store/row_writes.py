@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
-from sqlalchemy import Table, func, select
+from sqlalchemy import Table, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -154,6 +154,12 @@ def add_run(session: Session, *, run: models.Run) -> None:
     session.add(run)
     # Flushed now so a duplicate id fails here, before thousands of child rows are sent.
     session.flush()
+
+
+def set_content_hash(session: Session, *, run_id: str, content_hash: str) -> None:
+    session.execute(
+        update(models.Run).where(models.Run.id == run_id).values(content_hash=content_hash)
+    )
 
 
 def add_rows(session: Session, *, table: Table, rows: Iterable[dict[str, Any]]) -> int:
