@@ -337,7 +337,8 @@ def large_comparison(admin_url: str, large: Large) -> list[str]:
             f"{s / seconds['a']:5.2f}x (a)" + (f"  (CPU {cpu[key]:.1f} s)" if key in cpu else "")
         )
     lines.append(
-        f"    (a) is {rows:,} rows; (b) includes the content hash, {hash_s:.2f} s of it, and "
+        f"    (a) is {rows:,} rows (text COPY); (b) includes the content hash ({hash_s:.2f} s of "
+        "CPU, in a thread beside the COPYs) and "
         f"the change-point refresh, {refresh_s:.2f} s (timed again on (b)'s run, rolled back); "
         "(c) includes reading the body, parsing and validating it"
     )

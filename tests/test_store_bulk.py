@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Column, Integer, MetaData, Numeric, Table, text
+from sqlalchemy.exc import DataError, IntegrityError
 
 from perfgate.results import ResultsDocument, parse_document
 from perfgate.stats.summary import stored_median_ci, summarize
@@ -265,3 +265,41 @@ def test_stored_benchmarks_that_may_differ(store: Store) -> None:
     bench = parse_document(synthetic_document(benchmarks=1, samples=1, seed=1)).benchmarks[0]
     same = bench.model_copy(update={"name": "m", "params": {"b": 2.5, "a": 1}})
     assert documents.benchmark_override(same, (stored.name, stored.params)) is None
+
+
+def test_an_int_out_of_its_columns_range_is_refused(store: Store) -> None:
+    """What an int4 column cannot hold is refused, as a text COPY's server would: binary COPY
+    would otherwise send 2**40 as 0 (psycopg packs it without a range check)."""
+    if store.engine.dialect.name != "postgresql":
+        pytest.skip("COPY is PostgreSQL's; SQLite's integers hold 64 bits")
+    store_document(store.sessions, parse_document(synthetic_document(benchmarks=1, seed=1)))
+    with store.sessions() as session:
+        run_id, bench_id = session.execute(text("SELECT run_id, benchmark_id FROM instances")).one()
+    row = (run_id, bench_id, 2**40, None, None, [], False, None, None)
+    with pytest.raises(DataError, match="out of range"), store.sessions() as session:
+        bulk.write_rows(
+            session, table=models.Instance.__table__, columns=documents.INSTANCE_COLUMNS, rows=[row]
+        )
+    with store.sessions() as session:
+        positions = session.execute(text("SELECT position FROM instances")).scalars().all()
+    assert positions == [0]
+
+
+def test_upload_tables_copy_binary(store: Store) -> None:
+    """The upload's three tables go by binary COPY; a column type without a binary form here
+    makes the COPY textual, and its rows still store."""
+    if store.engine.dialect.name != "postgresql":
+        pytest.skip("COPY is PostgreSQL's")
+    with store.sessions() as session:
+        cursor = session.connection().connection.driver_connection.cursor()  # type: ignore[union-attr]
+        for model, columns in (
+            (models.Instance, documents.INSTANCE_COLUMNS),
+            (models.Measurement, documents.MEASUREMENT_COLUMNS),
+            (models.Op, documents.OP_COLUMNS),
+        ):
+            assert bulk._wire_types(cursor, model.__table__, columns) is not None, model
+        session.execute(text("CREATE TEMP TABLE money_rows (n int4, amount numeric)"))
+        odd = Table("money_rows", MetaData(), Column("n", Integer), Column("amount", Numeric))
+        assert bulk._wire_types(cursor, odd, ("n", "amount")) is None
+        assert bulk.write_rows(session, table=odd, columns=("n", "amount"), rows=[(1, 2.5)]) == 1
+        assert session.execute(text("SELECT n, amount FROM money_rows")).one() == (1, 2.5)
