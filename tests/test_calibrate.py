@@ -265,6 +265,9 @@ def test_render_gives_spread_df_and_levels() -> None:
     assert text.splitlines()[6].split() == ["mm[n=1]", "time", "1.50%", "9"]
     heavy = render(replace(record, tail_df=1.5)).splitlines()[2]
     assert heavy.startswith("tails: Student-t with 1.5 df; unless the base branch's history")
+    assert "no more degrees of freedom than 3 (a weight the runner shares stops there)" in heavy
+    light = render(replace(record, tail_df=8.0)).splitlines()[2]
+    assert "no more degrees of freedom than that (lower:" in light
     assert spread_percent(0.0) == "0.00%"
 
 

@@ -3,6 +3,7 @@ behaviour on simulated suites with known answers (fixed seeds, no live timings).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -427,6 +428,21 @@ def test_the_runners_tails_are_learnt_from_its_history() -> None:
 
     # Heavy-tailed history: the same spread reaches further out.
     assert width(2.5) > 1.3 * width(None)
+
+
+def test_a_tail_the_runner_shares_is_taken_no_heavier_than_3_df() -> None:
+    # A calibration whose heaviest benchmarks set the runner's one tail weight at 1.5 df: a t
+    # that heavy with the false-discovery correction would need a change of some twenty spreads.
+    # Shared by every benchmark it stops at 3 df (`shared_tail`), and one round's +50% of a
+    # steady 2% benchmark is found.
+    suite = Suite(710, sd=0.02)
+    calibration = calibrate([suite.process(commit="e" * 40) for _ in range(10)])
+    heavy = dataclasses.replace(calibration, tail_df=1.5)
+    base, head = [suite.process(commit="a" * 40)], [suite.process({0: 1.5}, commit="c" * 40)]
+    found = _time(compare_documents(base, head, calibration=heavy))["b0"]
+    assert found.verdict == "regression", found.reason
+    assert noise_model.shared_tail(1.5) == noise_model.MIN_TAIL_FOR_SCALE == 3.0
+    assert noise_model.shared_tail(8.0) == 8.0 and noise_model.shared_tail(None) is None
 
 
 def test_most_of_the_suite_slower_with_one_round_still_fails_the_gate() -> None:

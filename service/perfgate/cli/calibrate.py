@@ -312,16 +312,19 @@ def tails_line(tail_df: float | None) -> str:
     than only in the width of its results.
     """
     from perfgate.stats.noise import MIN_TAIL_VALUES
+    from perfgate.stats.noise_model import shared_tail
 
-    if tail_df is None:
+    taken = shared_tail(tail_df)
+    if tail_df is None or taken is None:
         return (
             f"tails: not measured (under {MIN_TAIL_VALUES} values); comparisons assume none "
             "unless the base branch's history measures them"
         )
+    limit = "that" if taken == tail_df else f"{taken:g} (a weight the runner shares stops there)"
     return (
         f"tails: Student-t with {tail_df:g} df; unless the base branch's history measures its "
         "own, each benchmark's CI and test on this runner take no more degrees of freedom than "
-        "that (lower: rounds now and then land far off)"
+        f"{limit} (lower: rounds now and then land far off)"
     )
 
 

@@ -288,11 +288,14 @@ def build(
 
     machine, machine_assumed = _machine(factors, shape, history, calibration)
     # How heavy the tails are (each benchmark's from history, shrunk towards the runner's; else
-    # the runner's from calibration): the CI's t takes no more degrees of freedom than that,
+    # the runner's, from history or calibration, which stops at 3 df: `shared_tail`): the CI's t
+    # takes no more degrees of freedom than that,
     # however much evidence the scale has. Unmeasured tails
     # are not assumed (a t with few df and the false-discovery correction together would cost
     # most of the power on ordinary noise; bench/eval_comparator.py measured it).
-    runner_tail = history.tail or (calibration.tail_df if calibration is not None else None)
+    runner_tail = shared_tail(
+        history.tail or (calibration.tail_df if calibration is not None else None)
+    )
     # A benchmark with no evidence of its own takes the pooled scale, widened where its calls
     # spread more inside a run than the suite's typical benchmark's do.
     widening = within_run_widening(keys, within or {})
@@ -407,6 +410,21 @@ def tail_factor(tail: float) -> float:
     """
     nu = max(tail, MIN_TAIL_FOR_SCALE)
     return (nu - 2.0) / nu
+
+
+def shared_tail(tail: float | None) -> float | None:
+    """The runner's tail weight as every benchmark without one of its own takes it: no lower
+    than `MIN_TAIL_FOR_SCALE`.
+
+    One weight shared by the whole suite (the calibration's, or history's for a benchmark whose
+    own history does not measure it) is set by its heaviest-tailed benchmarks: on a recorded set
+    whose calibration rounds put a few benchmarks far off it came out at 1.5 df and took one
+    round's +50% of a steady 2% benchmark from 92% found to 17% (docs/comparator.md, *Tails*).
+    Below 3 df a t has no finite variance, while the CI rests on the benchmark's variance;
+    `tail_factor` already stops there. A benchmark's own tail, measured in its history, is
+    kept as it is.
+    """
+    return None if tail is None else max(tail, MIN_TAIL_FOR_SCALE)
 
 
 def _within(values: np.ndarray, levels: Sequence[float]) -> Evidence | None:
