@@ -269,20 +269,27 @@ def test_stored_benchmarks_that_may_differ(store: Store) -> None:
 
 def test_an_int_out_of_its_columns_range_is_refused(store: Store) -> None:
     """What an int4 column cannot hold is refused, as a text COPY's server would: binary COPY
-    would otherwise send 2**40 as 0 (psycopg packs it without a range check)."""
+    would otherwise store 2**40 as 0 (psycopg packs it without a range check)."""
     if store.engine.dialect.name != "postgresql":
         pytest.skip("COPY is PostgreSQL's; SQLite's integers hold 64 bits")
-    store_document(store.sessions, parse_document(synthetic_document(benchmarks=1, seed=1)))
-    with store.sessions() as session:
-        run_id, bench_id = session.execute(text("SELECT run_id, benchmark_id FROM instances")).one()
-    row = (run_id, bench_id, 2**40, None, None, [], False, None, None)
-    with pytest.raises(DataError, match="out of range"), store.sessions() as session:
-        bulk.write_rows(
-            session, table=models.Instance.__table__, columns=documents.INSTANCE_COLUMNS, rows=[row]
-        )
-    with store.sessions() as session:
-        positions = session.execute(text("SELECT position FROM instances")).scalars().all()
-    assert positions == [0]
+    counts = Table("int_rows", MetaData(), Column("n", Integer))
+    with store.sessions() as session, session.begin():
+        session.execute(text("CREATE TABLE int_rows (n int4)"))
+    try:
+        for value in (2**40, -(2**31) - 1):
+            with (
+                pytest.raises(DataError, match="out of range"),
+                store.sessions() as session,
+                session.begin(),
+            ):
+                bulk.write_rows(session, table=counts, columns=("n",), rows=[(7,), (value,)])
+        with store.sessions() as session, session.begin():
+            assert bulk.write_rows(session, table=counts, columns=("n",), rows=[(2**31 - 1,)]) == 1
+            stored = session.execute(text("SELECT n FROM int_rows")).scalars().all()
+        assert stored == [2**31 - 1]
+    finally:
+        with store.sessions() as session, session.begin():
+            session.execute(text("DROP TABLE int_rows"))
 
 
 def test_upload_tables_copy_binary(store: Store) -> None:

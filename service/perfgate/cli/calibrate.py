@@ -315,7 +315,7 @@ def tails_line(tail_df: float | None) -> str:
     from perfgate.stats.noise_model import shared_tail
 
     taken = shared_tail(tail_df)
-    if tail_df is None or taken is None:
+    if taken is None:
         return (
             f"tails: not measured (under {MIN_TAIL_VALUES} values); comparisons assume none "
             "unless the base branch's history measures them"
