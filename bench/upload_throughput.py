@@ -45,7 +45,7 @@ from perfgate.store import documents, row_writes
 from perfgate.store.change_points import refresh_changes
 from perfgate.store.connect import Store, open_store
 from perfgate.store.tokens import create_token
-from perfgate.store.uploads import store_document
+from perfgate.store.uploads import store_document, store_document_bytes
 from synthetic import synthetic_document
 
 BENCHMARKS, SAMPLES, REPEATS = 200, 40, 7
@@ -261,13 +261,31 @@ def _phases_child(path: str, url: str, queue: Any) -> None:
     queue.put(out)
 
 
-def upload_phases(body: bytes, url: str) -> dict[str, int]:
+def _streamed_child(path: str, url: str, queue: Any) -> None:
+    """In a fresh process: the peak memory of `store_document_bytes` (what the server runs: the
+    document stored while it is validated), above the body read."""
+    raw = Path(path).read_bytes()
+    with open_store(url) as store:
+        Path("/proc/self/clear_refs").write_text("5")
+        before, cpu = _vm("VmRSS"), time.process_time()
+        assert store_document_bytes(store.sessions, raw).created
+        queue.put(
+            {
+                "streamed": _vm("VmHWM") - before,
+                "streamed kept": _vm("VmRSS") - before,
+                "streamed cpu ms": round((time.process_time() - cpu) * 1000),
+            }
+        )
+
+
+def upload_phases(body: bytes, url: str, *, streamed: bool = False) -> dict[str, int]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "document.json"
         path.write_bytes(body)
         context = multiprocessing.get_context("spawn")
         queue = context.Queue()
-        child = context.Process(target=_phases_child, args=(str(path), url, queue))
+        target = _streamed_child if streamed else _phases_child
+        child = context.Process(target=target, args=(str(path), url, queue))
         child.start()
         result: dict[str, int] = queue.get(timeout=1800)
         child.join()
@@ -282,6 +300,7 @@ def large_comparison(admin_url: str, large: Large) -> list[str]:
     body = json.dumps(large.data(seed=4)).encode()
     lite_doc = parse_document(large.data(seed=5))
     phases_body = json.dumps(large.data(seed=6)).encode()
+    streamed_body = json.dumps(large.data(seed=8)).encode()
     lines = [
         f"large document: {large.benchmarks:,} benchmarks x {large.samples} samples, "
         f"{large.ops} profile row(s) each: {large.total_samples:,} samples, "
@@ -318,6 +337,7 @@ def large_comparison(admin_url: str, large: Large) -> list[str]:
             assert response.status_code == 201, response.text
             hwm, rss_after = _vm("VmHWM", pid), _vm("VmRSS", pid)
         phases = upload_phases(phases_body, url)
+        phases.update(upload_phases(streamed_body, url, streamed=True))
     with tempfile.TemporaryDirectory() as tmp, open_store(f"sqlite:///{tmp}/ingest.db") as lite:
         store_document(lite.sessions, warm)
         start, cpu_start = time.perf_counter(), time.process_time()
@@ -348,13 +368,19 @@ def large_comparison(admin_url: str, large: Large) -> list[str]:
         f"peak {hwm / mb:.0f} MiB, {rss_after / mb:.0f} MiB after"
     )
     lines.append(
-        "in-process upload, peak above the step's start (kept after it, the step's CPU): "
+        "in-process whole-document upload, peak above the step's start (kept after it, the "
+        "step's CPU): "
         + ", ".join(
             f"{name} {phases[name] / mb:.0f} MiB ({phases[name + ' kept'] / mb:.0f}, "
             f"CPU {phases[name + ' cpu ms'] / 1000:.1f} s)"
             for name in ("parse", "hash", "store")
         )
         + f"; process at {phases['start'] / mb:.0f} MiB with the body read"
+    )
+    lines.append(
+        "in-process store_document_bytes (the server's way: stored while validated), peak above "
+        f"its start {phases['streamed'] / mb:.0f} MiB (kept {phases['streamed kept'] / mb:.0f}, "
+        f"CPU {phases['streamed cpu ms'] / 1000:.1f} s)"
     )
     return lines
 

@@ -25,6 +25,7 @@ PURE = [
     "results.py",
     "allocation_note.py",
     "document_json.py",
+    "document_slices.py",
     "json_text.py",
     "gc_pause.py",
     "stats",

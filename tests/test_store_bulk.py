@@ -19,7 +19,7 @@ from sqlalchemy.exc import DataError, IntegrityError
 
 from perfgate.results import ResultsDocument, parse_document
 from perfgate.stats.summary import stored_median_ci, summarize
-from perfgate.store import bulk, documents, models, row_writes, uploads
+from perfgate.store import bulk, documents, models, row_writes, run_inserts
 from perfgate.store.connect import Store
 from perfgate.store.documents import rebuild_document
 from perfgate.store.uploads import store_document
@@ -185,7 +185,7 @@ def test_a_failing_row_generator_stores_nothing(
                 raise RuntimeError("simulated crash")
             yield row
 
-    monkeypatch.setattr(uploads, "op_rows", failing_op_rows)
+    monkeypatch.setattr(run_inserts, "op_rows", failing_op_rows)
     doc = parse_document(_large(project="acme/new"))
     with pytest.raises(RuntimeError, match="simulated crash"):
         store_document(store.sessions, doc)

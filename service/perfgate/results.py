@@ -282,44 +282,76 @@ class ResultsDocument(_Model):
         """sha256 of the canonical JSON: equal for documents with equal content, however written.
 
         The canonical JSON is `json.dumps(self.to_json_dict(), sort_keys=True, separators=(",",
-        ":"))`, fed to the hash piece by piece (`canonical_pieces`): the text of a large document
+        ":"))`, fed to the hash piece by piece (`ContentHasher`): the text of a large document
         and its dump to dicts are never whole in memory.
         """
-        digest = hashlib.sha256()
-        # The collector paused: each slice's dump is many thousands of objects (gc_pause).
-        with gc_paused():
-            for piece in self.canonical_pieces():
-                digest.update(piece.encode())
-        return digest.hexdigest()
+        hasher = ContentHasher()
+        hasher.add_benchmarks(self.benchmarks)
+        return hasher.hexdigest(self)
 
     def canonical_pieces(self) -> Iterator[str]:
         """The canonical JSON of the document in pieces whose concatenation is the whole text:
-        the benchmarks are dumped `_HASH_SLICE` at a time, in order, between the other fields in
-        sorted key order. `json.dumps` writes a list or an object as its members' texts joined
-        by the separator, so the pieces join to exactly the text of one dump."""
+        `benchmarks` (the first key in sorted order) dumped `_HASH_SLICE` benchmarks at a time,
+        then the other fields in sorted key order. `json.dumps` writes a list or an object as its
+        members' texts joined by the separator, so the pieces join to exactly the text of one
+        dump."""
+        yield _BENCHMARKS_OPEN
+        yield from _benchmark_pieces(self.benchmarks, first=True)
+        yield from self.tail_pieces()
+
+    def tail_pieces(self) -> Iterator[str]:
+        """The canonical JSON after the benchmarks' last member: the fields other than
+        `benchmarks`, whose own members play no part."""
         head = self.model_dump(mode="json", by_alias=True, exclude={"benchmarks"})
-        separator = "{"
-        for key in sorted([*head, "benchmarks"]):
-            yield separator + json.dumps(key) + ":"
-            separator = ","
-            if key != "benchmarks":
-                yield _canonical(head[key])
-                continue
-            yield "["
-            for start in range(0, len(self.benchmarks), _HASH_SLICE):
-                chunk = _BENCHMARKS.dump_python(
-                    self.benchmarks[start : start + _HASH_SLICE], mode="json", by_alias=True
-                )
-                # The list's text without its brackets: the slice's members, joined.
-                yield ("," if start else "") + _canonical(chunk)[1:-1]
-            yield "]"
+        yield "]"
+        for key in sorted(head):
+            yield "," + json.dumps(key) + ":" + _canonical(head[key])
         yield "}"
+
+
+class ContentHasher:
+    """`ResultsDocument.content_hash` fed in the canonical text's own order: the benchmarks, in
+    slices as they come (a document validated a slice at a time is hashed as it goes), then the
+    other fields of the document."""
+
+    def __init__(self) -> None:
+        self._digest = hashlib.sha256(_BENCHMARKS_OPEN.encode())
+        self._first = True
+
+    def add_benchmarks(self, benchmarks: Sequence[Benchmark]) -> None:
+        """The next benchmarks of the document, in order."""
+        # The collector paused: each slice's dump is many thousands of objects (gc_pause).
+        with gc_paused():
+            for piece in _benchmark_pieces(benchmarks, first=self._first):
+                self._digest.update(piece.encode())
+        self._first = self._first and not benchmarks
+
+    def hexdigest(self, document: ResultsDocument) -> str:
+        """The hash, given the fields of `document` other than `benchmarks` (its own benchmarks
+        are ignored: they are the ones added)."""
+        for piece in document.tail_pieces():
+            self._digest.update(piece.encode())
+        return self._digest.hexdigest()
+
+
+def _benchmark_pieces(benchmarks: Sequence[Benchmark], *, first: bool) -> Iterator[str]:
+    """The canonical text of `benchmarks` as members of the benchmarks list, `_HASH_SLICE` at a
+    time; `first` when none comes before them."""
+    for start in range(0, len(benchmarks), _HASH_SLICE):
+        chunk = _BENCHMARKS.dump_python(
+            list(benchmarks[start : start + _HASH_SLICE]), mode="json", by_alias=True
+        )
+        # The list's text without its brackets: the slice's members, joined.
+        yield ("" if first and not start else ",") + _canonical(chunk)[1:-1]
 
 
 # Benchmarks dumped and written per piece of the content hash: large enough that the per-call
 # cost is nothing, small enough that a slice's dicts and text are a few MiB at most.
 _HASH_SLICE = 1024
 _BENCHMARKS: TypeAdapter[list[Benchmark]] = TypeAdapter(list[Benchmark])
+# The canonical text's first key: the pieces above and `tail_pieces` rely on it.
+_BENCHMARKS_OPEN = '{"benchmarks":['
+assert min(f.alias or name for name, f in ResultsDocument.model_fields.items()) == "benchmarks"
 
 
 def _canonical(value: Any) -> str:
@@ -459,8 +491,16 @@ def parse_benchmark(data: object, *, source: str = "", path: str = "") -> Benchm
 
 def _check_consistency(document: ResultsDocument, source: str) -> None:
     """Rules that span fields, which pydantic's per-field validation cannot name precisely."""
-    seen: dict[str, int] = {}
-    for i, bench in enumerate(document.benchmarks):
+    check_benchmarks(document.benchmarks, start=0, seen={}, source=source)
+
+
+def check_benchmarks(
+    benchmarks: Sequence[Benchmark], *, start: int, seen: dict[str, int], source: str = ""
+) -> None:
+    """`parse_document`'s rules across the fields of `benchmarks`, the document's benchmarks from
+    index `start` on; `seen` maps the keys of those before them to their index, and gets theirs.
+    """
+    for i, bench in enumerate(benchmarks, start):
         where = f"benchmarks[{i}]"
         expected = make_key(bench.name, bench.params)
         if bench.key != expected:

@@ -97,7 +97,7 @@ def copy_rows(
     count = 0
     try:
         with driver.cursor() as cursor:
-            wire = _wire_types(cursor, table, columns)
+            wire = _session_wire_types(session, cursor, table, columns)
             if wire is not None:
                 statement += " (FORMAT BINARY)"
                 convert = _checked_ints(convert, wire)
@@ -147,6 +147,18 @@ _WIRE = {
 }
 # psycopg packs an int into these without a range check (2**40 arrives as 0 in an int4).
 _INT_RANGE = {"int2": 2**15, "int4": 2**31}
+
+
+def _session_wire_types(
+    session: Session, cursor: psycopg.Cursor[Any], table: Table, columns: Sequence[str]
+) -> list[str] | None:
+    """`_wire_types`, read once per session: an upload streamed in slices COPYs into each table
+    once per slice (store/streamed_upload.py)."""
+    known = session.info.setdefault("perfgate_wire_types", {})
+    key = (table.name, tuple(columns))
+    if key not in known:
+        known[key] = _wire_types(cursor, table, columns)
+    return cast(list[str] | None, known[key])
 
 
 def _wire_types(
@@ -265,6 +277,10 @@ _INSERT_BENCHMARKS = text(
 )
 
 
+# pg_advisory_xact_lock's two-key form: a class of perfgate's own ("pgbm"), then the project.
+_LOCK_NEW_BENCHMARKS = text("SELECT pg_advisory_xact_lock(1885823597, :project_id)")
+
+
 def ensure_benchmark_rows(
     session: Session, *, project_id: int, specs: Sequence[row_writes.BenchmarkSpec]
 ) -> tuple[dict[str, int], dict[str, row_writes.StoredBenchmark]]:
@@ -273,8 +289,10 @@ def ensure_benchmark_rows(
 
     On PostgreSQL each step is one statement, whatever the number of benchmarks: the
     repository's chunked IN lists are planned as a filter over every benchmark of the project,
-    which made a 60,000-benchmark upload quadratic. New benchmarks are inserted in key order, so
-    two uploads that share new benchmarks wait for each other instead of deadlocking. A stored row
+    which made a 60,000-benchmark upload quadratic. An upload that inserts new benchmarks first
+    takes its project's lock for that (`_LOCK_NEW_BENCHMARKS`, held until it commits), so two
+    uploads that share new benchmarks wait for each other instead of deadlocking, whatever the
+    order of their slices (store/streamed_upload.py). A stored row
     whose name and params text equal the spec's is not decoded: for an upload onto known
     benchmarks, decoding every row's params cost more CPU than its COPY.
     """
@@ -284,6 +302,10 @@ def ensure_benchmark_rows(
     ids, differing = _benchmark_rows(session, project_id=project_id, specs=specs)
     missing = [wanted[key] for key in wanted if key not in ids]
     if missing:
+        # One inserter of new benchmarks per project at a time, until its commit: an upload
+        # stored a slice at a time inserts them in slice order, not key order, and two such
+        # uploads sharing new benchmarks in other orders would each wait on the other's rows.
+        session.execute(_LOCK_NEW_BENCHMARKS, {"project_id": project_id})
         session.execute(
             _INSERT_BENCHMARKS,
             {"project_id": project_id, "created_at": utcnow(), "wanted": _wanted_json(missing)},

@@ -127,15 +127,17 @@ def instance_rows(
     *,
     benchmark_ids: dict[str, int],
     stored: Mapping[str, tuple[str, dict[str, Any]]] | None = None,
+    first_position: int = 0,
 ) -> Iterator[tuple[Any, ...]]:
-    """One `instances` row (INSTANCE_COLUMNS) per benchmark, in document order.
+    """One `instances` row (INSTANCE_COLUMNS) per benchmark, in document order, the first at
+    `first_position` (where `document` holds a slice of the run's benchmarks).
 
     `stored` maps the keys of benchmark rows whose stored (name, params) may differ from the
     document's to them (`benchmark_override`); a key not in it has the document's own.
     """
     run_id = document.run.id
     before = stored or {}
-    for position, bench in enumerate(document.benchmarks):
+    for position, bench in enumerate(document.benchmarks, first_position):
         yield (
             run_id,
             benchmark_ids[bench.key],

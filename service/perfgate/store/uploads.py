@@ -4,39 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from perfgate.errors import ConflictError, DatabaseError, DocumentError
+from perfgate import document_json
+from perfgate.document_slices import SlicesRefusedError, open_slices
+from perfgate.errors import ConflictError, DocumentError
 from perfgate.gc_pause import gc_paused
-from perfgate.results import ResultsDocument, parse_document_bytes
-from perfgate.store import bulk, models, row_writes
+from perfgate.results import ResultsDocument, decode_json, parse_document_bytes
+from perfgate.store import models, row_writes
 from perfgate.store.change_points import refresh_changes
-from perfgate.store.documents import (
-    INSTANCE_COLUMNS,
-    MEASUREMENT_COLUMNS,
-    OP_COLUMNS,
-    instance_rows,
-    measurement_rows,
-    op_rows,
-    run_row,
+from perfgate.store.engine import describe_db_error
+from perfgate.store.run_inserts import (
+    PENDING_HASH,
+    Counts,
+    UploadOutcome,
+    database_error,
+    insert_benchmarks,
+    insert_run,
+    outcome,
 )
-from perfgate.store.engine import describe_db_error, mask_url
+from perfgate.store.streamed_upload import StreamRefusedError, store_streamed
 
-
-@dataclass(frozen=True)
-class UploadOutcome:
-    run_id: str
-    project: str
-    commit: str
-    # False when the same document was already stored (nothing was written).
-    created: bool
-    benchmarks: int
-    measurements: int
-    samples: int
-    ops: int
+__all__ = ["UploadOutcome", "store_document", "store_document_bytes"]
 
 
 def store_document(sessions: sessionmaker[Session], document: ResultsDocument) -> UploadOutcome:
@@ -57,15 +48,39 @@ def store_document_bytes(
     *,
     accept: Callable[[ResultsDocument], None] | None = None,
 ) -> UploadOutcome:
-    """Parse, validate and store a document's JSON bytes (`parse_document_bytes`, then
-    `store_document`); `accept(document)`, if given, runs between the two and may raise.
+    """Parse, validate and store a document's JSON bytes: the same outcome, stored rows and
+    errors as `parse_document_bytes` then `store_document`; `accept(document)`, if given, runs
+    between the two and may raise (it is given the run and environment: their benchmarks may
+    not be there yet).
+
+    A new run of a valid document is stored while it is validated, a slice of benchmarks at a
+    time (store/streamed_upload.py); anything else, and whatever that path refuses, goes the
+    whole-document way, which names what is wrong.
 
     One pause of the collector covers all of it, and the document is freed before the pause
     ends: alive when the collector runs again, a large document's millions of objects are walked
     once per generation (0.7-1 s each for 60,000 benchmarks), while the caller held it.
     """
     with gc_paused():
+        try:
+            return _stream(sessions, raw, accept)
+        except StreamRefusedError:
+            pass
         return _parse_and_store(sessions, raw, accept)
+
+
+def _stream(
+    sessions: sessionmaker[Session],
+    raw: bytes,
+    accept: Callable[[ResultsDocument], None] | None,
+) -> UploadOutcome:
+    # The decoded data is this frame's local, freed on return (the slices drop theirs as they go).
+    data, flagged = decode_json(raw, source="", decode=document_json.decode_checked)
+    try:
+        slices = open_slices(data, flagged=flagged)
+    except SlicesRefusedError:
+        raise StreamRefusedError("not the common case") from None
+    return store_streamed(sessions, slices, accept)
 
 
 def _parse_and_store(
@@ -78,11 +93,6 @@ def _parse_and_store(
     if accept is not None:
         accept(document)
     return _store(sessions, document)
-
-
-# What the run row holds until the content hash is ready; the transaction that wrote it sets the
-# hash before it commits, so no reader ever sees this.
-PENDING_HASH = ""
 
 
 def _store(sessions: sessionmaker[Session], document: ResultsDocument) -> UploadOutcome:
@@ -123,10 +133,7 @@ def _store_hashing(
             f"the database refused a value of run {document.run.id}: {describe_db_error(exc)}"
         ) from None
     except DBAPIError as exc:
-        url = mask_url(sessions.kw["bind"].url)
-        raise DatabaseError(
-            f"storing run {document.run.id} in {url} failed: {describe_db_error(exc)}"
-        ) from None
+        raise database_error(sessions, document.run.id, exc) from None
 
 
 def _already_stored(
@@ -137,61 +144,10 @@ def _already_stored(
             f"run {document.run.id} is already stored with different content; "
             "a re-run needs a new run id"
         )
-    return _outcome(document, created=False)
+    return outcome(document, Counts.of(document.benchmarks), created=False)
 
 
 def _insert(session: Session, document: ResultsDocument, content_hash: str) -> UploadOutcome:
-    project_id = row_writes.ensure_project(session, name=document.run.project)
-    environment = row_writes.ensure_environment(
-        session,
-        fingerprint=document.environment.fingerprint,
-        data=document.environment.as_dict(),
-    )
-    row_writes.add_run(
-        session,
-        run=run_row(
-            document, project_id=project_id, environment=environment, content_hash=content_hash
-        ),
-    )
-    benchmark_ids, stored = bulk.ensure_benchmark_rows(
-        session,
-        project_id=project_id,
-        specs=[
-            row_writes.BenchmarkSpec(key=b.key, name=b.name, params=b.params)
-            for b in document.benchmarks
-        ],
-    )
-    # Streamed from generators into COPY (PostgreSQL) or the driver's executemany (SQLite): the
-    # rows of a large document are never all in memory at once.
-    shared = {key: (row.name, row.params) for key, row in stored.items()}
-    for model, columns, rows in (
-        (
-            models.Instance,
-            INSTANCE_COLUMNS,
-            instance_rows(document, benchmark_ids=benchmark_ids, stored=shared),
-        ),
-        (
-            models.Measurement,
-            MEASUREMENT_COLUMNS,
-            measurement_rows(document, benchmark_ids=benchmark_ids),
-        ),
-        (models.Op, OP_COLUMNS, op_rows(document, benchmark_ids=benchmark_ids)),
-    ):
-        bulk.write_rows(session, table=row_writes.table_of(model), columns=columns, rows=rows)
-    return _outcome(document, created=True)
-
-
-def _outcome(document: ResultsDocument, *, created: bool) -> UploadOutcome:
-    measurements = sum(len(b.metrics) for b in document.benchmarks)
-    samples = sum(len(m.samples or ()) for b in document.benchmarks for m in b.metrics.values())
-    ops = sum(len(b.profile.ops) for b in document.benchmarks if b.profile)
-    return UploadOutcome(
-        run_id=document.run.id,
-        project=document.run.project,
-        commit=document.run.commit,
-        created=created,
-        benchmarks=len(document.benchmarks),
-        measurements=measurements,
-        samples=samples,
-        ops=ops,
-    )
+    project_id = insert_run(session, document, content_hash)
+    insert_benchmarks(session, document, project_id=project_id)
+    return outcome(document, Counts.of(document.benchmarks), created=True)
