@@ -13,6 +13,7 @@ in-process upload (parse, content hash, store). bench/service_scale.py runs the 
     python bench/upload_throughput.py [--pg postgresql+psycopg://postgres@127.0.0.1:5432/postgres]
     python bench/upload_throughput.py --large [--benchmarks 60000 --samples 5 --ops 1]
     python bench/upload_throughput.py --large --http-only   # two uploads over HTTP only
+    python bench/upload_throughput.py --large --paths 3     # streamed against whole, alternating
 """
 
 from __future__ import annotations
@@ -409,6 +410,43 @@ def http_uploads(admin_url: str, large: Large) -> list[str]:
     return lines
 
 
+def path_comparison(admin_url: str, large: Large, repeats: int) -> list[str]:
+    """The two ways `store_document_bytes` can store a document, alternating in one process:
+    streamed (stored while validated, the way of a new valid run) against the whole-document
+    way it falls back to (`parse_document_bytes`, then `store_document`), for a 200-benchmark
+    document (`repeats` x 10 uploads each) and for `large` (`repeats` each), on PostgreSQL and
+    on SQLite, onto known benchmarks."""
+    small = Large(BENCHMARKS, SAMPLES, 5)
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp, scratch_database(admin_url) as url:
+        for backend, db_url in (("PostgreSQL", url), ("SQLite", f"sqlite:///{tmp}/paths.db")):
+            with open_store(db_url) as store:
+                for doc, times in ((small, repeats * 10), (large, repeats)):
+                    store_document(store.sessions, parse_document(doc.data(seed=1)))
+                    seconds: dict[str, list[float]] = {"streamed": [], "whole": []}
+                    for i in range(times):
+                        for way, taken in seconds.items():
+                            body = json.dumps(doc.data(seed=2 + i)).encode()
+                            start = time.perf_counter()
+                            if way == "streamed":
+                                outcome = store_document_bytes(store.sessions, body)
+                            else:
+                                document = parse_document_bytes(body)
+                                outcome = store_document(store.sessions, document)
+                                del document
+                            taken.append(time.perf_counter() - start)
+                            assert outcome.created
+                    lines.append(
+                        f"{backend}, {doc.benchmarks:,} benchmarks, {times} uploads each: "
+                        + ", ".join(
+                            f"{way} median {statistics.median(v):.3f} s "
+                            f"(min {min(v):.3f}, max {max(v):.3f})"
+                            for way, v in seconds.items()
+                        )
+                    )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -420,14 +458,24 @@ def main() -> None:
     parser.add_argument(
         "--http-only", action="store_true", help="with --large: only two uploads over HTTP"
     )
+    parser.add_argument(
+        "--paths",
+        type=int,
+        metavar="N",
+        help="with --large: instead, the streamed and the whole-document way of "
+        "store_document_bytes alternating, N uploads of the large document each (10 N small)",
+    )
     parser.add_argument("--benchmarks", type=int, default=60_000, help="with --large")
     parser.add_argument("--samples", type=int, default=5, help="with --large")
     parser.add_argument("--ops", type=int, default=1, help="with --large: profile rows each")
     args = parser.parse_args()
     if args.large:
         large = Large(args.benchmarks, args.samples, args.ops)
-        report = http_uploads if args.http_only else large_comparison
         print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+        if args.paths:
+            print("\n".join(path_comparison(args.pg, large, args.paths)))
+            return
+        report = http_uploads if args.http_only else large_comparison
         print("\n".join(report(args.pg, large)))
         return
     with tempfile.TemporaryDirectory() as tmp:
