@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from api.apihelpers import LiveServer, make_tokens
+from perfgate import document_slices
 from perfgate.api.app import create_app
 from perfgate.cli import cli
 from perfgate.config import Settings
@@ -40,7 +41,7 @@ from perfgate.sides import Side, compare_sides
 from perfgate.stats.two_sample import CompareSettings
 from perfgate.store.connect import Store, open_store
 from perfgate.store.documents import rebuild_document
-from perfgate.store.uploads import store_document
+from perfgate.store.uploads import store_document, store_document_bytes
 
 PROPERTY = settings(
     derandomize=True,
@@ -244,6 +245,25 @@ def test_accepted_documents_store_and_read_back(opened: Store, data: dict[str, A
     assert back.to_json_dict() == document.to_json_dict()
     # Stored again: the same content, so nothing is written.
     assert not store_document(opened.sessions, back).created
+
+
+# The HTTP upload's way: stored while validated, here two benchmarks a slice (document_slices).
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@settings(PROPERTY, max_examples=100)
+@given(data=documents())
+def test_accepted_documents_stored_while_validated_read_back(
+    opened: Store, data: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(document_slices, "SLICE", 2)
+    document = _isolated(data)
+    raw = json.dumps(document.to_json_dict()).encode()
+    assert store_document_bytes(opened.sessions, raw).created
+    with opened.sessions() as session:
+        back = rebuild_document(session, run_id=document.run.id)
+    assert back is not None
+    assert back.content_hash() == document.content_hash()
+    assert back.to_json_dict() == document.to_json_dict()
+    assert not store_document_bytes(opened.sessions, raw).created
 
 
 @st.composite

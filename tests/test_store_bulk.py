@@ -69,21 +69,7 @@ def test_large_document_round_trips(store: Store) -> None:
 def _insert_through_sqlalchemy(store: Store, document: ResultsDocument) -> None:
     """Store `document` as store_document does, but with SQLAlchemy's own INSERT statements."""
     with store.sessions() as session, session.begin():
-        project_id = row_writes.ensure_project(session, name=document.run.project)
-        environment = row_writes.ensure_environment(
-            session,
-            fingerprint=document.environment.fingerprint,
-            data=document.environment.as_dict(),
-        )
-        row_writes.add_run(
-            session,
-            run=documents.run_row(
-                document,
-                project_id=project_id,
-                environment=environment,
-                content_hash=document.content_hash(),
-            ),
-        )
+        project_id = run_inserts.insert_run(session, document, document.content_hash())
         ids = row_writes.ensure_benchmarks(
             session,
             project_id=project_id,

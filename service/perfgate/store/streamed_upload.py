@@ -83,8 +83,8 @@ def store_streamed(
 def _answered_otherwise(exc: DBAPIError) -> bool:
     """Whether the whole-document path may answer otherwise than this error: a unique key (the
     same run stored meanwhile: 200 or 409), a refused value (an invalid field further on comes
-    first there), a deadlock (with benchmarks of another upload's that it inserts in another
-    order; the whole document's are inserted in key order)."""
+    first there), a deadlock or a serialization failure (a retry; new benchmarks are inserted
+    under their project's lock, so none is expected)."""
     # SQLSTATE class 40, "transaction rollback": a deadlock or a serialization failure.
     return isinstance(exc, IntegrityError | DataError) or str(
         getattr(exc.orig, "sqlstate", None) or ""
