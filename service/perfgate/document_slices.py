@@ -30,7 +30,7 @@ from perfgate.results import (
 # Benchmarks validated, and then written, together: about 64 MiB of objects at 7.8 KiB a
 # benchmark, eight slices for the 60,000 benchmarks of bench/upload_throughput.py's large
 # document. Smaller slices overlap more but cost a statement and a foreign-key check each: 2,048
-# took 6.4-6.8 s where 8,192 took 5.8-6.2 s (docs/service.md).
+# took 6.4-6.8 s where 8,192 took 5.8-6.3 s (docs/service.md).
 SLICE = 8192
 
 _SLICE_OF_BENCHMARKS: TypeAdapter[list[Benchmark]] = TypeAdapter(list[Benchmark])
