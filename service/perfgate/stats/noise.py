@@ -291,9 +291,9 @@ def history_noise(runs: Sequence[PastRun]) -> History:
     """Per-metric noise and current level from the medians of earlier base-branch runs.
 
     Each run's machine factor (the median over its timed benchmarks of how far they sat from
-    their own median over the runs) is taken out before a benchmark's spread is measured, and is
-    itself the evidence for how far whole runs move. Each metric's residuals are then cut at its
-    change points (`segments`): a step is a change of level, not spread.
+    their own level: `_machine_factors`) is taken out before a benchmark's spread is measured,
+    and is itself the evidence for how far whole runs move. Each metric's residuals are then cut
+    at its change points (`segments`): a step is a change of level, not spread.
     """
     if len(runs) < MIN_HISTORY_RUNS:
         return History.empty(len(runs))
@@ -304,11 +304,8 @@ def history_noise(runs: Sequence[PastRun]) -> History:
             value = run.medians.get(key)
             if value is not None and value > 0:
                 logs[i, j] = math.log(value)
-    deviations = logs - _nanmedian(logs, axis=0)
     timed = [j for j, key in enumerate(keys) if key[1] == "time"]
-    per_run = np.zeros(len(runs))
-    if len(timed) >= MIN_BENCHMARKS_FOR_COMMON:
-        per_run = np.nan_to_num(_nanmedian(deviations[:, timed], axis=1))
+    per_run = _machine_factors(logs[:, timed])
     metrics: dict[MetricKey, Evidence] = {}
     segments: dict[MetricKey, list[np.ndarray]] = {}
     current: dict[MetricKey, Segment] = {}
@@ -345,6 +342,39 @@ def history_noise(runs: Sequence[PastRun]) -> History:
         tails=tails,
         wander=wander(timed_segments),
     )
+
+
+def _machine_factors(logs: np.ndarray) -> np.ndarray:
+    """Each run's machine factor from a (runs x timed benchmarks) matrix of log medians: the
+    median over the benchmarks of how far each sat from its own level (zeros with too few).
+
+    A benchmark's level is first its median over all the runs. Where some benchmarks have a
+    step (their current segment starts later: `current_segment_start`, on what the first
+    factors leave), the factors are taken again against each benchmark's level in its own
+    segments: benchmarks that stepped at different runs otherwise move the median of the
+    deviations from run to run, which reads as the machine (a +-30% step in each benchmark's
+    history, at its own run: a machine spread of 11% where there was none, and a comparison
+    that then could not see 60% of its suite 25% slower). A shift most benchmarks share at one
+    run stays in the factors: the first factors take it out before the steps are looked for.
+    """
+    if logs.shape[1] < MIN_BENCHMARKS_FOR_COMMON:
+        return np.zeros(logs.shape[0])
+    deviations = logs - _nanmedian(logs, axis=0)
+    per_run: np.ndarray = np.nan_to_num(_nanmedian(deviations, axis=1))
+    stepped = False
+    for j in range(logs.shape[1]):
+        present = np.flatnonzero(~np.isnan(logs[:, j]))
+        if present.size < MIN_HISTORY_RUNS:
+            continue
+        start = current_segment_start(logs[present, j] - per_run[present])
+        if start:
+            stepped = True
+            for part in (present[:start], present[start:]):
+                deviations[part, j] = logs[part, j] - np.median(logs[part, j])
+    if not stepped:
+        return per_run
+    relevelled: np.ndarray = np.nan_to_num(_nanmedian(deviations, axis=1))
+    return relevelled
 
 
 def wander(groups: Mapping[MetricKey, Sequence[np.ndarray]]) -> Evidence | None:
