@@ -349,17 +349,23 @@ def test_a_big_change_the_ci_cannot_yet_separate_is_flagged_not_green() -> None:
     assert all(r.flag is None for r in compare_documents(base, head).results)
 
 
-def _history(suite: Suite, runs: int, slow_every: int = 0) -> list[noise.PastRun]:
+def _history_of(suite: Suite, runs: int, factors: Any) -> list[noise.PastRun]:
+    """`runs` main runs of `suite`, run i's benchmarks moved by `factors(i)` ({index: factor})."""
     out = []
     for i in range(runs):
-        factors = {2: 1.3} if slow_every and i % slow_every == 0 else None
-        document = suite.process(factors, commit="b" * 40)
+        document = suite.process(factors(i), commit=f"{i + 1:040x}")
         medians = {
             (b.key, "time"): float(np.median(b.metrics["time"].samples or [1.0]))
             for b in document.benchmarks
         }
         out.append(noise.PastRun(commit=f"{i + 1:040x}", medians=medians))
     return out
+
+
+def _history(suite: Suite, runs: int, slow_every: int = 0) -> list[noise.PastRun]:
+    return _history_of(
+        suite, runs, lambda i: {2: 1.3} if slow_every and i % slow_every == 0 else None
+    )
 
 
 def test_landing_in_a_known_speed_level_is_not_a_regression_a_new_level_is() -> None:
@@ -540,19 +546,6 @@ def test_a_step_in_history_is_a_change_of_level_not_noise() -> None:
     assert "last 12 runs, after the change at 13fffff" in slower["b0"].noise
     assert "baseline: base and its 12 history runs" in slower["b0"].noise
     assert slower["b0"].threshold == pytest.approx(0.03)  # the step did not raise it
-
-
-def _history_of(suite: Suite, runs: int, factors: Any) -> list[noise.PastRun]:
-    """`runs` main runs of `suite`, run i's benchmarks moved by `factors(i)` ({index: factor})."""
-    out = []
-    for i in range(runs):
-        document = suite.process(factors(i), commit=f"{i + 1:040x}")
-        medians = {
-            (b.key, "time"): float(np.median(b.metrics["time"].samples or [1.0]))
-            for b in document.benchmarks
-        }
-        out.append(noise.PastRun(commit=f"{i + 1:040x}", medians=medians))
-    return out
 
 
 def test_steps_benchmarks_take_at_their_own_runs_are_not_the_machine() -> None:
