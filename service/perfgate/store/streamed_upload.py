@@ -74,21 +74,13 @@ def store_streamed(
             writer.items.put(ending)
         try:
             return writing.result()
+        except (IntegrityError, DataError) as exc:
+            # The whole-document path may answer otherwise: a unique key is the same run stored
+            # meanwhile (200 or 409 there), and an invalid field further on comes before a value
+            # the database refused.
+            raise StreamRefusedError(str(exc)) from None
         except DBAPIError as exc:
-            if _answered_otherwise(exc):
-                raise StreamRefusedError(str(exc)) from None
             raise database_error(sessions, slices.head.run.id, exc) from None
-
-
-def _answered_otherwise(exc: DBAPIError) -> bool:
-    """Whether the whole-document path may answer otherwise than this error: a unique key (the
-    same run stored meanwhile: 200 or 409), a refused value (an invalid field further on comes
-    first there), a deadlock or a serialization failure (a retry; new benchmarks are inserted
-    under their project's lock, so none is expected)."""
-    # SQLSTATE class 40, "transaction rollback": a deadlock or a serialization failure.
-    return isinstance(exc, IntegrityError | DataError) or str(
-        getattr(exc.orig, "sqlstate", None) or ""
-    ).startswith("40")
 
 
 class _Writer:
