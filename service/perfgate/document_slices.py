@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from perfgate import document_json
 from perfgate.errors import DocumentError
 from perfgate.results import (
+    BENCHMARK_LIST,
     SCHEMA,
-    Benchmark,
     ContentHasher,
     ResultsDocument,
     check_benchmarks,
@@ -32,8 +32,6 @@ from perfgate.results import (
 # document. Smaller slices overlap more but cost a statement and a foreign-key check each: 2,048
 # took 6.4-6.8 s where 8,192 took 5.8-6.3 s (docs/service.md).
 SLICE = 8192
-
-_SLICE_OF_BENCHMARKS: TypeAdapter[list[Benchmark]] = TypeAdapter(list[Benchmark])
 
 
 class SlicesRefusedError(Exception):
@@ -69,7 +67,7 @@ class DocumentSlices:
         for start in range(0, len(items), SLICE):
             end = min(start + SLICE, len(items))
             try:
-                benchmarks = _SLICE_OF_BENCHMARKS.validate_python(items[start:end])
+                benchmarks = BENCHMARK_LIST.validate_python(items[start:end])
                 check_benchmarks(benchmarks, start=start, seen=seen)
             except (ValidationError, DocumentError):
                 raise SlicesRefusedError(f"benchmarks[{start}:{end}]") from None

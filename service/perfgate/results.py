@@ -338,7 +338,7 @@ def _benchmark_pieces(benchmarks: Sequence[Benchmark], *, first: bool) -> Iterat
     """The canonical text of `benchmarks` as members of the benchmarks list, `_HASH_SLICE` at a
     time; `first` when none comes before them."""
     for start in range(0, len(benchmarks), _HASH_SLICE):
-        chunk = _BENCHMARKS.dump_python(
+        chunk = BENCHMARK_LIST.dump_python(
             list(benchmarks[start : start + _HASH_SLICE]), mode="json", by_alias=True
         )
         # The list's text without its brackets: the slice's members, joined.
@@ -348,7 +348,8 @@ def _benchmark_pieces(benchmarks: Sequence[Benchmark], *, first: bool) -> Iterat
 # Benchmarks dumped and written per piece of the content hash: large enough that the per-call
 # cost is nothing, small enough that a slice's dicts and text are a few MiB at most.
 _HASH_SLICE = 1024
-_BENCHMARKS: TypeAdapter[list[Benchmark]] = TypeAdapter(list[Benchmark])
+# A list of benchmarks, validated or dumped outside a document (a slice of one).
+BENCHMARK_LIST: TypeAdapter[list[Benchmark]] = TypeAdapter(list[Benchmark])
 # The canonical text's first key: the pieces above and `tail_pieces` rely on it.
 _BENCHMARKS_OPEN = '{"benchmarks":['
 assert min(f.alias or name for name, f in ResultsDocument.model_fields.items()) == "benchmarks"
