@@ -231,39 +231,37 @@ def test_content_hash_is_the_hash_of_one_canonical_dump(data: dict[str, Any]) ->
     assert document.content_hash() == hashlib.sha256(text.encode()).hexdigest()
 
 
+def _store_whole(store: Store, document: ResultsDocument) -> bool:
+    return store_document(store.sessions, document).created
+
+
+def _store_while_validated(store: Store, document: ResultsDocument) -> bool:
+    # The HTTP upload's way, two benchmarks a slice here (document_slices).
+    raw = json.dumps(document.to_json_dict()).encode()
+    return store_document_bytes(store.sessions, raw).created
+
+
 # Summaries of samples near the largest float overflow numpy's sums (inf, with a warning).
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("store_way", [_store_whole, _store_while_validated])
 @settings(PROPERTY, max_examples=100)
 @given(data=documents())
-def test_accepted_documents_store_and_read_back(opened: Store, data: dict[str, Any]) -> None:
+def test_accepted_documents_store_and_read_back(
+    opened: Store,
+    data: dict[str, Any],
+    store_way: Callable[[Store, ResultsDocument], bool],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(document_slices, "SLICE", 2)
     document = _isolated(data)
-    assert store_document(opened.sessions, document).created
+    assert store_way(opened, document)
     with opened.sessions() as session:
         back = rebuild_document(session, run_id=document.run.id)
     assert back is not None
     assert back.content_hash() == document.content_hash()
     assert back.to_json_dict() == document.to_json_dict()
     # Stored again: the same content, so nothing is written.
-    assert not store_document(opened.sessions, back).created
-
-
-# The HTTP upload's way: stored while validated, here two benchmarks a slice (document_slices).
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@settings(PROPERTY, max_examples=100)
-@given(data=documents())
-def test_accepted_documents_stored_while_validated_read_back(
-    opened: Store, data: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(document_slices, "SLICE", 2)
-    document = _isolated(data)
-    raw = json.dumps(document.to_json_dict()).encode()
-    assert store_document_bytes(opened.sessions, raw).created
-    with opened.sessions() as session:
-        back = rebuild_document(session, run_id=document.run.id)
-    assert back is not None
-    assert back.content_hash() == document.content_hash()
-    assert back.to_json_dict() == document.to_json_dict()
-    assert not store_document_bytes(opened.sessions, raw).created
+    assert not store_way(opened, back)
 
 
 @st.composite
