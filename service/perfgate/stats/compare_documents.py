@@ -520,6 +520,7 @@ def _one_per_process_floor(
         pooled_sigma=math.sqrt(process_var),
         machine_assumed=suite.machine_assumed and not alternated,
         machine_observed=suite.machine_observed and not alternated,
+        machine_learnt_var=None if alternated else suite.machine_learnt_var,
     )
 
 

@@ -13,12 +13,11 @@ rounds first divided by their own machine speed factor). Under no change its var
   much more the comparison's benchmarks disagree with each other than their rounds predict.
 - V_machine: the machine's shared speed. It is never subtracted from the benchmarks (a change
   that slows most of a suite must not read as "the machine"); it widens every benchmark's CI by
-  its learnt spread: the rounds' machine factors when the sides alternated, the jobs' (history,
-  calibration) when they ran one after the other, and with nothing learnt about the runner what
-  the suite's own shift between the two jobs allows (`bounded_by_observed_shift`), else the
-  documented default. A shift beyond that spread which
-  every benchmark shares (`unexplained_shift`) is the machine's for this comparison: it widens
-  every benchmark's CI, and only the suite's finding judges it.
+  its spread: the rounds' machine factors when the sides alternated, the jobs' (history,
+  calibration) when they ran one after the other, else the documented default; and no more than
+  what the suite's own shift between the sides allows (`bounded_by_observed_shift`). A shift
+  beyond the learnt spread which every benchmark shares (`unexplained_shift`) is the machine's
+  for this comparison: it widens every benchmark's CI, and only the suite's finding judges it.
 """
 
 from __future__ import annotations
@@ -72,9 +71,11 @@ class NoiseFloor:
     #: (`unexplained_shift`): it is in `var` and `machine_var` as the machine's, for this
     #: comparison.
     shared_shift: float | None = None
-    #: The assumed machine share was replaced by what this comparison's benchmarks show the
-    #: machine did between the sides (`bounded_by_observed_shift`).
+    #: The machine share (learnt or assumed) was replaced by what this comparison's benchmarks
+    #: show the machine did between the sides (`bounded_by_observed_shift`).
     machine_observed: bool = False
+    #: The learnt machine share that the observed one replaced (None: it was assumed).
+    machine_learnt_var: float | None = None
     #: The degrees of freedom of the benchmark's own part of `var` (process noise and drift),
     #: and the tail weight `df` is capped at: `bounded_by_observed_shift` recombines them.
     relative_df: float = math.inf
@@ -95,6 +96,12 @@ class NoiseFloor:
                     "together, "
                     "beyond the machine's learnt spread: a machine event or a change of the "
                     "whole suite, which one side's run cannot tell apart)"
+                )
+            elif self.machine_observed and self.machine_learnt_var is not None:
+                learnt = expm1_or_inf(math.sqrt(self.machine_learnt_var))
+                text += (
+                    f" (what the suite's shared shift allows; the runner's learnt ±{learnt:.1%}"
+                    " is wider)"
                 )
             elif self.machine_observed:
                 text += (
@@ -550,27 +557,50 @@ def unexplained_shift(
 def bounded_by_observed_shift(
     differences: Mapping[str, float], floors: Mapping[str, NoiseFloor]
 ) -> dict[str, NoiseFloor] | None:
-    """Floors whose assumed machine share is bounded by what this comparison shows the machine
-    did between the sides; None where the rule does not apply.
+    """Floors whose machine share is bounded by what this comparison shows the machine did
+    between the sides; None where the rule does not apply.
 
-    With the sides one after the other and nothing learnt about the runner (no history, no
-    calibration), the machine's share is the documented default: an assumed job-to-job spread
-    with few degrees of freedom, which costs most of the power of three sequential rounds on a
-    runner that barely drifts. The comparison itself shows the machine's shift between its two
-    jobs: it moved every benchmark by the same amount m, so the median benchmark's change c
+    The machine's share is a spread: the documented default when nothing is learnt about the
+    runner (an assumed job-to-job spread with few degrees of freedom, which costs most of the
+    power of three sequential rounds on a runner that barely drifts), else what its history or
+    calibration showed the machine does from job to job, which is what it does in a typical
+    comparison, not in this one. The comparison itself shows the machine's shift between its
+    sides: it moved every benchmark by the same amount m, so the median benchmark's change c
     estimates m with the median's own variance s² (as long as fewer than half the benchmarks
     changed; where more did, c holds their change, and c² only widens further). m is then
     known to about c ± s, and its contribution to an unchanged benchmark's difference is at most
-    c² + s² in mean square: that replaces the default where it is smaller. Nothing is
+    c² + s² in mean square: that replaces the spread where it is smaller. Nothing is
     subtracted (an unchanged benchmark is still judged on its own change, with the shift's
-    square in its variance), and the suite's finding keeps the default (`_common_finding`), so
-    a change of most of the suite still fails the gate.
+    square in its variance), and the suite's finding keeps the spread (`_common_finding`), so
+    a change of most of the suite still fails the gate. A shift beyond the spread
+    (`unexplained_shift`) is handled before this, which then does not apply.
     """
     keys = [k for k in differences if k in floors]
     if len(keys) < noise.MIN_BENCHMARKS_FOR_COMMON:
         return None
-    if not all(floors[k].machine_assumed and floors[k].shared_shift is None for k in keys):
+    if any(floors[k].shared_shift is not None for k in keys):
         return None
+    # One shift is shared by the benchmarks whose baselines hold the same runs: the base side
+    # alone, or it pooled with history's last n runs (a benchmark whose segment is shorter
+    # averages the machine over fewer runs, so its share of the shift differs).
+    groups: dict[int, list[str]] = {}
+    for key in keys:
+        groups.setdefault(floors[key].baseline_runs, []).append(key)
+    bounded = dict(floors)
+    applied = False
+    for members in groups.values():
+        if len(members) < noise.MIN_BENCHMARKS_FOR_COMMON:
+            continue
+        applied = True
+        bounded.update(_bounded_group({k: differences[k] for k in members}, floors))
+    return bounded if applied else None
+
+
+def _bounded_group(
+    differences: Mapping[str, float], floors: Mapping[str, NoiseFloor]
+) -> dict[str, NoiseFloor]:
+    """`bounded_by_observed_shift` for benchmarks that share one machine shift."""
+    keys = list(differences)
     shift = float(np.median([differences[k] for k in keys]))
     relative = [max(floors[k].var - floors[k].machine_var, 0.0) for k in keys]
     spread = math.pi / 2 * float(np.median(relative)) / len(keys)
@@ -579,9 +609,9 @@ def bounded_by_observed_shift(
     # variances: it has their typical degrees of freedom (the shift itself is observed).
     observed_df = float(np.median([floors[k].relative_df for k in keys]))
     bounded: dict[str, NoiseFloor] = {}
-    for key, floor in floors.items():
+    for key in keys:
+        floor = floors[key]
         if observed >= floor.machine_var:
-            bounded[key] = floor
             continue
         own = max(floor.var - floor.machine_var, 0.0)
         total = own + observed
@@ -594,6 +624,7 @@ def bounded_by_observed_shift(
             tail_factor=tail_factor(floor.tail_df) if floor.tail_df < df else 1.0,
             machine_var=observed,
             machine_observed=True,
+            machine_learnt_var=None if floor.machine_assumed else floor.machine_var,
         )
     return bounded
 
