@@ -351,7 +351,7 @@ def test_a_learnt_machine_spread_is_bounded_by_what_the_suite_shows_this_time() 
             r.verdict not in ("regression", "improvement") for k, r in results.items() if k != "b3"
         )
         text = results["b0"].noise
-        assert text is not None and "shared shift allows; the runner's learnt ±" in text
+        assert text is not None and "shared shift allows; the machine's measured spread, ±" in text
     assert found == 20
 
 

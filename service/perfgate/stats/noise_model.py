@@ -100,8 +100,8 @@ class NoiseFloor:
             elif self.machine_observed and self.machine_learnt_var is not None:
                 learnt = expm1_or_inf(math.sqrt(self.machine_learnt_var))
                 text += (
-                    f" (what the suite's shared shift allows; the runner's learnt ±{learnt:.1%}"
-                    " is wider)"
+                    f" (what the suite's shared shift allows; the machine's measured spread,"
+                    f" ±{learnt:.1%}, is wider)"
                 )
             elif self.machine_observed:
                 text += (
