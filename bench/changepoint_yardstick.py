@@ -21,11 +21,13 @@ The yardstick (docs/changepoints.md#measured-on-performance-histories-the-yardst
   against the one injected index (bench/tcpd_metrics.py); on A/A series every change point is a
   false one.
 
-Methods: `perfgate`, the detector with its default setting (bursts filtered, their length from
-the noise's persistence); `perfgate-10`, the same with a fixed `max_burst=10`; `perfgate-raw`,
-with `max_burst=0` (every segment kept); ruptures' `pelt` and `binseg` with the l2
-cost and penalty 3·log n (the same per-change cost as perfgate's default), min_size 5 (perfgate's
-shortest segment) and jump 1 (every index a candidate); `zero`, no change point ever. Usage:
+Methods: `perfgate`, what the store stores: the detector with its default setting (bursts
+filtered, their length from the noise's persistence), then the check against the suite's shared
+movement in the window (stats/shared_movement.py); `perfgate-alone`, the detector alone;
+`perfgate-10`, alone with a fixed `max_burst=10`; `perfgate-raw`, alone with `max_burst=0`
+(every segment kept); ruptures' `pelt` and `binseg` with the l2 cost and penalty 3·log n (the
+same per-change cost as perfgate's default), min_size 5 (perfgate's shortest segment) and jump 1
+(every index a candidate); `zero`, no change point ever. Usage:
 
     python bench/changepoint_yardstick.py [--seed 20] [--placements 4] [--runs]
         [--datasets A,B] [--length 160] [--offsets 40,64] [--methods perfgate,pelt]
@@ -39,13 +41,14 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import numpy as np
 import ruptures
 
 from perfgate.stats.changepoints import detect_change_points
+from perfgate.stats.shared_movement import confirmed_changes, level_changes, shared_movement
 from recordings import Recording, recordings  # bench/ is on sys.path
 from tcpd_metrics import f_measure
 
@@ -66,7 +69,8 @@ RUPTURES_PENALTY = 3.0
 # A fixed burst length for comparison with the default's noise-derived one: two shortest levels.
 MAX_BURST = 10
 
-Detector = Callable[[np.ndarray], list[int]]
+# A method sees the prepared points of a case (and the case, for the suite's shared movement).
+Detector = Callable[[np.ndarray, "Case"], list[int]]
 
 
 @dataclass(frozen=True)
@@ -81,12 +85,20 @@ class History:
 
 @dataclass(frozen=True)
 class Case:
-    """One series to score: its points and the index of its injected step (None for A/A)."""
+    """One series to score: its points and the index of its injected step (None for A/A).
+
+    `movement` is the suite's shared movement at each point (the other benchmarks' jobs, log
+    scale; NaN where unknown) and `movement_changes` where it changes level, as the store
+    computes them for the window (stats/shared_movement.py); the injected step is in this
+    series only, so the other benchmarks do not see it.
+    """
 
     name: str
     values: np.ndarray
     step_at: int | None
     size: float
+    movement: np.ndarray | None = field(default=None, compare=False)
+    movement_changes: tuple[int, ...] = ()
 
 
 def job_medians(recording: Recording) -> list[tuple[datetime, dict[str, float]]]:
@@ -166,7 +178,8 @@ def job_levels(items: Sequence[History], first: int, last: int) -> list[JobLevel
 def windows(
     items: Sequence[History], length: int = LENGTH, offsets: Sequence[int] = OFFSETS
 ) -> list[Case]:
-    """The A/A series: `length` consecutive points of each history from each offset."""
+    """The A/A series: `length` consecutive points of each history from each offset, each with
+    the suite's shared movement in that window."""
     cases = []
     for h in items:
         for start in offsets:
@@ -175,9 +188,40 @@ def windows(
                     f"{h.benchmark}: {h.values.size} points, too few for a window of {length}"
                     f" at {start}"
                 )
+    movements = {start: window_movement(items, start, length) for start in offsets}
+    for h in items:
+        for start in offsets:
             window = h.values[start : start + length]
-            cases.append(Case(f"{h.benchmark}@{start}", window, None, 0.0))
+            movement, changes = movements[start]
+            cases.append(
+                Case(f"{h.benchmark}@{start}", window, None, 0.0, movement[h.benchmark], changes)
+            )
     return cases
+
+
+def window_movement(
+    items: Sequence[History], start: int, length: int
+) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
+    """The shared movement to take out of each benchmark in one window, and where it changes.
+
+    Computed as the store computes it (stats/shared_movement.py), then divided out per dataset
+    like the histories themselves: what the median benchmark keeps of its datasets' levels is
+    the datasets' steps again, which the answer key does not hold.
+    """
+    stop = start + length
+    labels = np.asarray(items[0].datasets[start:stop])
+    found = shared_movement({h.benchmark: np.log(h.values[start:stop]) for h in items})
+
+    def per_dataset(values: np.ndarray) -> np.ndarray:
+        out = values.copy()
+        for name in dict.fromkeys(labels.tolist()):
+            where = (labels == name) & np.isfinite(values)
+            if where.any():
+                out[labels == name] -= float(np.median(values[where]))
+        return out
+
+    movement = {h.benchmark: per_dataset(found.for_series(h.benchmark)) for h in items}
+    return movement, tuple(level_changes(per_dataset(found.factor)))
 
 
 def inject(values: np.ndarray, at: int, factor: float) -> np.ndarray:
@@ -210,7 +254,8 @@ def stepped(
                 at = int(rng.integers(edge, n - edge + 1))
                 sign = 1.0 if rng.random() < 0.5 else -1.0
                 values = inject(case.values, at, 1.0 + sign * size)
-                out.append(Case(f"{case.name}{sign * size:+.0%}@{at}", values, at, size))
+                name = f"{case.name}{sign * size:+.0%}@{at}"
+                out.append(replace(case, name=name, values=values, step_at=at, size=size))
     return out
 
 
@@ -223,20 +268,28 @@ def prepared(values: np.ndarray) -> np.ndarray:
     return (logs - float(np.mean(logs))) / spread
 
 
-def perfgate(z: np.ndarray) -> list[int]:
+def perfgate(z: np.ndarray, case: Case) -> list[int]:
+    """The store's rule: the detector's change points that are not the suite's shared movement."""
+    found = detect_change_points(z)
+    if case.movement is None:
+        return found
+    return confirmed_changes(z, case.movement, found, case.movement_changes)
+
+
+def perfgate_alone(z: np.ndarray, case: Case) -> list[int]:
     return detect_change_points(z)
 
 
-def perfgate_fixed_bursts(z: np.ndarray) -> list[int]:
+def perfgate_fixed_bursts(z: np.ndarray, case: Case) -> list[int]:
     return detect_change_points(z, max_burst=MAX_BURST)
 
 
-def perfgate_raw(z: np.ndarray) -> list[int]:
+def perfgate_raw(z: np.ndarray, case: Case) -> list[int]:
     return detect_change_points(z, max_burst=0)
 
 
 def _ruptures(algorithm: type) -> Detector:
-    def detect(z: np.ndarray) -> list[int]:
+    def detect(z: np.ndarray, case: Case) -> list[int]:
         fitted = algorithm(model="l2", min_size=RUPTURES_MIN_SIZE, jump=1).fit(z)
         ends = fitted.predict(pen=RUPTURES_PENALTY * math.log(z.size))
         return [int(e) for e in ends if e < z.size]  # ruptures ends every list with n
@@ -244,12 +297,13 @@ def _ruptures(algorithm: type) -> Detector:
     return detect
 
 
-def zero(z: np.ndarray) -> list[int]:
+def zero(z: np.ndarray, case: Case) -> list[int]:
     return []
 
 
 METHODS: dict[str, Detector] = {
     "perfgate": perfgate,
+    "perfgate-alone": perfgate_alone,
     "perfgate-10": perfgate_fixed_bursts,
     "perfgate-raw": perfgate_raw,
     "pelt": _ruptures(ruptures.Pelt),
@@ -289,10 +343,10 @@ def f1_of(case: Case, change_points: Sequence[int], margin: int = MARGIN) -> flo
 
 def evaluate(detect: Detector, aa: Sequence[Case], steps: Sequence[Case]) -> Result:
     start = time.perf_counter()
-    false_by_series = tuple(len(detect(prepared(c.values))) for c in aa)
+    false_by_series = tuple(len(detect(prepared(c.values), c)) for c in aa)
     by_size: dict[float, list[float]] = {}
     for case in steps:
-        by_size.setdefault(case.size, []).append(f1_of(case, detect(prepared(case.values))))
+        by_size.setdefault(case.size, []).append(f1_of(case, detect(prepared(case.values), case)))
     elapsed = time.perf_counter() - start
     f1 = {size: statistics.fmean(scores) for size, scores in sorted(by_size.items())}
     overall = statistics.fmean(s for scores in by_size.values() for s in scores)

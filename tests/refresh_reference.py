@@ -9,6 +9,8 @@ window shrinks both.
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -17,8 +19,9 @@ from datetime import datetime
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
+from perfgate.stats.shared_movement import MIN_OTHERS, SAMPLE, SharedMovement, shared_movement
 from perfgate.store import change_points, models
-from perfgate.store.change_points import detect_changes
+from perfgate.store.change_points import detect_changes, log_median
 from perfgate.store.models import utcnow
 from perfgate.store.row_writes import insert_ignoring_conflicts, table_of
 
@@ -139,6 +142,9 @@ def _refresh(
 ) -> None:
     wanted = set(series)
     benchmark_ids = sorted({b for b, _ in series})
+    movements = _movements(
+        session, project_id=project_id, branch=branch, window=window, benchmark_ids=benchmark_ids
+    )
     for start in range(0, len(benchmark_ids), _CHUNK):
         chunk = benchmark_ids[start : start + _CHUNK]
         points = _points(session, branch=branch, window=window, benchmark_ids=chunk)
@@ -153,7 +159,57 @@ def _refresh(
                 points=points.get(key, []),
                 stored=stored.get(key, []),
                 scope_start=window.scope_start,
+                movements=movements,
             )
+
+
+Movements = tuple[dict[str, int], dict[str, SharedMovement[int]]]
+
+
+def _movements(
+    session: Session,
+    *,
+    project_id: int,
+    branch: str,
+    window: Window,
+    benchmark_ids: Sequence[int],
+) -> Movements:
+    """Each run's position in the window, and each metric's shared movement measured on the
+    first `SAMPLE` of the benchmarks that the window's last run measured."""
+    runs = sorted(
+        session.execute(
+            select(models.Run.started_at, models.Run.id).where(
+                models.Run.project_id == project_id,
+                models.Run.branch == branch,
+                models.Run.started_at >= window.start,
+                models.Run.started_at <= window.end,
+            )
+        ).all()
+    )
+    position = {run: i for i, (_, run) in enumerate(runs)}
+    if len(runs) < 10:
+        return position, {}
+    last = set(
+        session.scalars(
+            select(models.Measurement.benchmark_id).where(models.Measurement.run_id == runs[-1][1])
+        )
+    )
+    sample = [b for b in benchmark_ids if b in last][:SAMPLE]
+    if len(sample) <= MIN_OTHERS:
+        return position, {}
+    histories: dict[str, dict[int, list[float]]] = defaultdict(dict)
+    for (benchmark_id, metric), points in _points(
+        session, branch=branch, window=window, benchmark_ids=sample
+    ).items():
+        values = [math.nan] * len(runs)
+        for point in points:
+            values[position[point.run]] = log_median(point.median)
+        histories[metric][benchmark_id] = values
+    return position, {
+        metric: shared_movement(found)
+        for metric, found in histories.items()
+        if len(found) > MIN_OTHERS
+    }
 
 
 def _points(
@@ -231,6 +287,7 @@ def _replace(
     points: list[_Point],
     stored: list[_Stored],
     scope_start: datetime | None,
+    movements: Movements,
 ) -> None:
     """Make the series' stored change points in scope what the detector finds in `points`."""
     settled = [s for s in stored if scope_start is not None and s.started_at < scope_start]
@@ -239,9 +296,21 @@ def _replace(
         # the few runs of the level before it would otherwise force a cut of their own.
         first = next((i for i, p in enumerate(points) if p.run == settled[-1].run), None)
         points = points[first:] if first is not None else points
+    position, by_metric = movements
+    movement = by_metric.get(key[1])
+    medians = [p.median for p in points]
+    if movement is None or not points:
+        changes = detect_changes(medians)
+    else:
+        at = [position[p.run] for p in points]
+        changes = detect_changes(
+            medians,
+            movement=movement.for_series(key[0])[at],
+            movement_changes=sorted({bisect.bisect_left(at, c) for c in movement.changes}),
+        )
     found = {
         points[index].run: (points[index], before, after)
-        for index, before, after in detect_changes([p.median for p in points])
+        for index, before, after in changes
         if scope_start is None or points[index].started_at >= scope_start
     }
     stored = [s for s in stored if s not in settled]

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import Engine, delete, event, func, select, update
@@ -90,6 +91,40 @@ def test_change_points_are_stored_by_the_upload_itself(store: Store) -> None:
         ).one()
         started = session.get(models.Run, run_id)
     assert started is not None and started.started_at == START + timedelta(hours=10)
+
+
+def test_a_runners_wander_is_not_stored_as_each_benchmarks_change(store: Store) -> None:
+    """Eight benchmarks on a runner whose speed wanders (AR(1), rho 0.8, 3% shocks), each
+    following it in its own proportion: alone, their histories hold change points; the store
+    keeps only what survives the runs' shared movement (docs/changepoints.md), here none. A
+    benchmark's own step among them is stored."""
+    rng = np.random.default_rng(0)
+    runs, benchmarks = 80, 8
+    keys = [b["key"] for b in synthetic_document(benchmarks=benchmarks, samples=1)["benchmarks"]]
+    machine, shocks = np.zeros(runs), rng.normal(0.0, 0.03, runs)
+    for t in range(1, runs):
+        machine[t] = 0.8 * machine[t - 1] + shocks[t]
+    loadings = rng.uniform(0.5, 1.5, benchmarks)
+    for i in range(runs):
+        slowdown = {k: math.exp(loadings[j] * machine[i]) for j, k in enumerate(keys)}
+        if i >= 40:
+            slowdown[keys[2]] *= 1.2  # its own step
+        doc = synthetic_document(
+            benchmarks=benchmarks,
+            samples=1,
+            seed=900 + i,
+            slowdown=slowdown,
+            started_at=START + timedelta(hours=i),
+            ops_per_benchmark=0,
+        )
+        store_document(store.sessions, parse_document(doc))
+    with store.sessions() as session:
+        alone = 0
+        for key in keys:
+            points = load_series(session, project=None, key=key, metric="time", branch="main")
+            alone += len(change_points.detect_changes([p.median for p in points.points]))
+    assert alone >= 5  # measured at this code: 8, one of them the step
+    assert [row for row in _stored(store) if row[1] == "time"] == [(keys[2], "time", "open")]
 
 
 def test_series_and_change_lists_never_write(store: Store) -> None:

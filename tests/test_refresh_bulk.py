@@ -58,6 +58,16 @@ def statements(engine: Engine) -> Iterator[list[str]]:
 
 
 def _points_queries(sent: list[str]) -> list[str]:
+    """The streamed read of every series' points (not the shared movement's sample)."""
+    return [s for s in _median_reads(sent) if "ORDER BY" in s]
+
+
+def _movement_queries(sent: list[str]) -> list[str]:
+    """The read of the shared movement's sample (in no order: it is placed by run)."""
+    return [s for s in _median_reads(sent) if "ORDER BY" not in s]
+
+
+def _median_reads(sent: list[str]) -> list[str]:
     return [s for s in sent if s.startswith("SELECT") and "measurements.median" in s]
 
 
@@ -76,7 +86,7 @@ def test_a_window_too_short_for_a_change_point_reads_no_points(store: Store) -> 
     # The branch's window now holds shortest - 1 runs.
     with statements(store.engine) as sent:
         store_document(store.sessions, parse_document(_document(shortest - 2, slower=2.0)))
-    assert _points_queries(sent) == []
+    assert _points_queries(sent) == [] and _movement_queries(sent) == []
     # One run more and a series can hold a change point: its points are read.
     with statements(store.engine) as sent:
         store_document(store.sessions, parse_document(_document(shortest - 1, slower=2.0)))
@@ -92,6 +102,8 @@ def test_a_refresh_reads_and_writes_in_bulk(store: Store) -> None:
         with statements(store.engine) as sent:
             store_document(store.sessions, parse_document(doc))
     assert len(_points_queries(sent)) == 1
+    # The shared movement's sample (64 of the 520 benchmarks) is read once, for all series.
+    assert len(_movement_queries(sent)) == 1
     # One INSERT for the 520 new change points, nothing else written to the table.
     assert [s.split(" ", 3)[:3] for s in _change_point_writes(sent)] == [
         ["INSERT", "INTO", "change_points"]

@@ -18,6 +18,7 @@ left alone, so a step is judged with runs on both sides of it.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import inspect
 import math
@@ -26,10 +27,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Select, bindparam, delete, select, text, update
 from sqlalchemy.orm import Session
 
 from perfgate.stats.changepoints import detect_change_points, segment_levels
+from perfgate.stats.shared_movement import (
+    MIN_OTHERS,
+    SAMPLE,
+    SharedMovement,
+    confirmed_changes,
+    shared_movement,
+)
 from perfgate.store import models
 from perfgate.store.models import utcnow
 from perfgate.store.row_writes import insert_ignoring_conflicts, table_of
@@ -56,17 +65,43 @@ _SHORTEST_WITH_CHANGES = 2 * int(
 )
 
 
-def detect_changes(medians: Sequence[float]) -> list[tuple[int, float, float]]:
+def detect_changes(
+    medians: Sequence[float],
+    *,
+    movement: Sequence[float] | None = None,
+    movement_changes: Sequence[int] = (),
+) -> list[tuple[int, float, float]]:
     """(index, level before, level after) of each change in a series of medians, oldest first.
 
     Detected on a log scale, so a step is judged by its ratio whatever the benchmark's size.
+    With `movement`, the suite's shared movement at each point (log scale, NaN where unknown)
+    and `movement_changes`, the indices where it changes level, a change that is only the
+    runs' shared movement is dropped (stats/shared_movement.py).
     """
-    if len(medians) < max(2, _SHORTEST_WITH_CHANGES):
+    values = [log_median(m) for m in medians]
+    found = _changes_alone(values)
+    if found and movement is not None:
+        found = confirmed_changes(values, movement, found, movement_changes)
+    return _with_levels(values, found)
+
+
+def _changes_alone(values: Sequence[float]) -> list[int]:
+    """The detector's change points of one series (log medians), without the suite's."""
+    if len(values) < max(2, _SHORTEST_WITH_CHANGES):
         return []
-    values = [math.log(m) if m > 0 else 0.0 for m in medians]
-    found = detect_change_points(values)
+    return detect_change_points(values)
+
+
+def _with_levels(values: Sequence[float], found: Sequence[int]) -> list[tuple[int, float, float]]:
+    if not found:
+        return []
     levels = segment_levels(values, found)
     return [(index, math.exp(levels[i]), math.exp(levels[i + 1])) for i, index in enumerate(found)]
+
+
+def log_median(median: float) -> float:
+    """A median on the scale changes are detected on (a zero or negative one counts as 1)."""
+    return math.log(median) if median > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -255,8 +290,9 @@ def _refresh(
     """Make the stored change points of `series` in `window` what the detector finds now.
 
     `benchmarks` selects the ids of (at least) the series' benchmarks. One query reads the
-    stored change points and one, streamed, the points of every series; the changes are
-    written with one statement per kind (deletes by chunks of ids).
+    stored change points, one the shared movement's sample (the suite's runs: a change of a
+    series may be theirs, not the benchmark's) and one, streamed, the points of every series;
+    the changes are written with one statement per kind (deletes by chunks of ids).
     """
     wanted = set(series)
     stored = _stored(session, project_id=project_id, branch=branch, window=window, ids=benchmarks)
@@ -264,14 +300,14 @@ def _refresh(
     now = utcnow()
     seen: set[SeriesKey] = set()
 
-    def gather(key: SeriesKey, points: list[_Point]) -> None:
-        seen.add(key)
+    def gather(key: SeriesKey, points: list[_Point], values: list[float], found: list[int]) -> None:
         _replace(
             writes,
             project_id=project_id,
             branch=branch,
             key=key,
             points=points,
+            found=_with_levels(values, found),
             stored=stored.get(key, []),
             scope_start=window.scope_start,
             now=now,
@@ -281,15 +317,116 @@ def _refresh(
     # shortest cuttable series no series can have a change point, so its points are not read
     # (what is stored there still goes through _replace, which drops the open ones).
     if window.runs >= _SHORTEST_WITH_CHANGES:
-        # Streamed: one series' points at a time.
-        for key, points in _points(
-            session, project_id=project_id, branch=branch, window=window, ids=benchmarks
-        ):
-            if key in wanted:
-                gather(key, points)
+        runs = _window_runs(session, project_id=project_id, branch=branch, window=window)
+        # Read before the stream, so that the stream still holds one series at a time.
+        movements = _movements(session, branch=branch, window=window, runs=runs, ids=benchmarks)
+        for key, read in _points(session, branch=branch, window=window, runs=runs, ids=benchmarks):
+            if key not in wanted:
+                continue
+            seen.add(key)
+            points = _in_scope(read, stored.get(key, []), window.scope_start)
+            values = [log_median(p.median) for p in points]
+            found = _changes_alone(values)
+            shared = movements.get(key[1])
+            if found and shared is not None:
+                found = _not_shared(key[0], points, values, found, shared, runs)
+            gather(key, points, values, found)
     for key in sorted(k for k in stored if k in wanted and k not in seen):
-        gather(key, [])
+        gather(key, [], [], [])
     _write(session, writes)
+
+
+def _not_shared(  # noqa: PLR0917 (one series' parts, each named at the one call)
+    benchmark_id: int,
+    points: Sequence[_Point],
+    values: Sequence[float],
+    found: list[int],
+    movement: SharedMovement[int],
+    runs: _Runs,
+) -> list[int]:
+    """The change points of `found` that are the benchmark's own, not the runs' movement."""
+    at = [runs.position[p.run] for p in points]
+    # Where the movement changes level, as indices of this series (it may have missed runs).
+    changes = sorted({bisect.bisect_left(at, change) for change in movement.changes})
+    shared = movement.for_series(benchmark_id)[at]
+    return confirmed_changes(values, shared, found, changes)
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """The runs of a window in the order every reader shows them, with their commit and time."""
+
+    position: dict[str, int]
+    commit: dict[str, str]
+    started_at: dict[str, datetime]
+    last: str
+
+
+def _window_runs(session: Session, *, project_id: int, branch: str, window: Window) -> _Runs:
+    rows = sorted(
+        session.execute(
+            select(models.Run.started_at, models.Run.id, models.Run.commit).where(
+                models.Run.project_id == project_id,
+                models.Run.branch == branch,
+                models.Run.started_at >= window.start,
+                models.Run.started_at <= window.end,
+            )
+        ).all()
+    )
+    return _Runs(
+        position={run: i for i, (_, run, _) in enumerate(rows)},
+        commit={run: commit for _, run, commit in rows},
+        started_at={run: started_at for started_at, run, _ in rows},
+        last=rows[-1][1],
+    )
+
+
+def _movements(
+    session: Session, *, branch: str, window: Window, runs: _Runs, ids: Select[Any]
+) -> dict[str, SharedMovement[int]]:
+    """The shared movement of the window's runs for each metric, measured on the first
+    `SAMPLE` benchmarks (by id) of the window's last run; none for a metric fewer than
+    `MIN_OTHERS` + 1 of them measured."""
+    sample = list(
+        session.scalars(
+            select(models.Measurement.benchmark_id)
+            .where(
+                models.Measurement.run_id == runs.last,
+                models.Measurement.benchmark_id.in_(ids.scalar_subquery()),
+            )
+            .distinct()
+            .order_by(models.Measurement.benchmark_id)
+            .limit(SAMPLE)
+        )
+    )
+    if len(sample) <= MIN_OTHERS:
+        return {}
+    histories: dict[str, dict[int, np.ndarray]] = {}
+    for benchmark_id, metric, run_id, median in session.execute(
+        select(
+            models.Measurement.benchmark_id,
+            models.Measurement.metric,
+            models.Measurement.run_id,
+            models.Measurement.median,
+        ).where(
+            models.Measurement.benchmark_id.in_(sample),
+            models.Measurement.branch == branch,
+            models.Measurement.started_at >= window.start,
+            models.Measurement.started_at <= window.end,
+        )
+    ):
+        position = runs.position.get(run_id)
+        if position is None:
+            continue
+        by_benchmark = histories.setdefault(metric, {})
+        if benchmark_id not in by_benchmark:
+            by_benchmark[benchmark_id] = np.full(len(runs.position), np.nan)
+        by_benchmark[benchmark_id][position] = log_median(median)
+    return {
+        metric: shared_movement(found)
+        for metric, found in histories.items()
+        if len(found) > MIN_OTHERS
+    }
 
 
 def _write(session: Session, writes: _Writes) -> None:
@@ -317,7 +454,7 @@ def _write(session: Session, writes: _Writes) -> None:
 
 
 def _points(
-    session: Session, *, project_id: int, branch: str, window: Window, ids: Select[Any]
+    session: Session, *, branch: str, window: Window, runs: _Runs, ids: Select[Any]
 ) -> Iterator[tuple[SeriesKey, list[_Point]]]:
     """The points of each series of the benchmarks `ids` selects in `window`, one series at a
     time in (benchmark id, metric) order, from one streamed query.
@@ -326,17 +463,6 @@ def _points(
     run's), read once per run of the window rather than joined and decoded once per point: for
     a long history that decoding was half the time of reading the points.
     """
-    runs = {
-        run_id: (commit, started_at)
-        for run_id, commit, started_at in session.execute(
-            select(models.Run.id, models.Run.commit, models.Run.started_at).where(
-                models.Run.project_id == project_id,
-                models.Run.branch == branch,
-                models.Run.started_at >= window.start,
-                models.Run.started_at <= window.end,
-            )
-        )
-    }
     statement = (
         select(
             models.Measurement.benchmark_id,
@@ -368,7 +494,7 @@ def _points(
             if key is not None:
                 yield key, points
             key, points = (benchmark_id, metric), []
-        points.append(_Point(run_id, *runs[run_id], median))
+        points.append(_Point(run_id, runs.commit[run_id], runs.started_at[run_id], median))
     if key is not None:
         yield key, points
 
@@ -406,6 +532,20 @@ def _stored(
     return out
 
 
+def _in_scope(
+    points: list[_Point], stored: Sequence[_Stored], scope_start: datetime | None
+) -> list[_Point]:
+    """The points the detector sees: from the last settled change point (one in the window's
+    context) on, when there is one."""
+    settled = [s for s in stored if scope_start is not None and s.started_at < scope_start]
+    if not settled:
+        return points
+    # A level that starts in the context is the only level the detector should see there:
+    # the few runs of the level before it would otherwise force a cut of their own.
+    first = next((i for i, p in enumerate(points) if p.run == settled[-1].run), None)
+    return points[first:] if first is not None else points
+
+
 def _replace(
     writes: _Writes,
     *,
@@ -413,28 +553,23 @@ def _replace(
     branch: str,
     key: SeriesKey,
     points: list[_Point],
+    found: list[tuple[int, float, float]],
     stored: list[_Stored],
     scope_start: datetime | None,
     now: datetime,
 ) -> None:
-    """Gather what makes the series' stored change points in scope what the detector finds in
-    `points`."""
-    settled = [s for s in stored if scope_start is not None and s.started_at < scope_start]
-    if settled:
-        # A level that starts in the context is the only level the detector should see there:
-        # the few runs of the level before it would otherwise force a cut of their own.
-        first = next((i for i, p in enumerate(points) if p.run == settled[-1].run), None)
-        points = points[first:] if first is not None else points
-    found = {
+    """Gather what makes the series' stored change points in scope the changes `found` in
+    `points` (the series' points from `_in_scope`)."""
+    in_scope = {
         points[index].run: (points[index], before, after)
-        for index, before, after in detect_changes([p.median for p in points])
+        for index, before, after in found
         if scope_start is None or points[index].started_at >= scope_start
     }
-    stored = [s for s in stored if s not in settled]
+    stored = [s for s in stored if scope_start is None or s.started_at >= scope_start]
     known = {s.run: s for s in stored}
-    writes.gone.extend(s.id for s in stored if s.status == "open" and s.run not in found)
+    writes.gone.extend(s.id for s in stored if s.status == "open" and s.run not in in_scope)
     benchmark_id, metric = key
-    for run, (point, before, after) in found.items():
+    for run, (point, before, after) in in_scope.items():
         same = known.get(run)
         if same is None:
             writes.new.append(
