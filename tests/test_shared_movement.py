@@ -169,8 +169,10 @@ def test_on_recorded_histories_the_machines_stretches_are_dropped_and_steps_kept
         for c in steps
         if c.step_at is not None
     )
-    # Measured at this code: 21 of 26 injected 15% steps found (the detector alone finds 17).
-    assert found >= 19, found
+    # Measured at this code: 19 of 26 injected 15% steps found. The detector alone finds 20:
+    # `sdpa`'s step at point 32 falls on the edge of one of threads2's quiet stretches, and the
+    # history without the movement no longer shows it there.
+    assert found >= 17, found
 
 
 def test_level_changes_skip_unknown_runs() -> None:
