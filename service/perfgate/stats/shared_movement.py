@@ -26,8 +26,8 @@ from perfgate.stats.changepoints import FloatArray, SeriesLike, detect_change_po
 # A run's shared movement is measured only where at least this many other benchmarks ran in it:
 # the median of fewer is mostly their own noise.
 MIN_OTHERS = 5
-# Benchmarks whose histories measure the movement. The median of 64 is about 1/8 of one
-# benchmark's noise, and reading more costs every upload a larger query for no better figure.
+# Benchmarks whose histories measure the movement. The median of 64 is about 1/6 of one
+# benchmark's noise (1.25 / 8); reading more costs every upload a larger query for little.
 SAMPLE = 64
 # Huber's tuning constant for the loading fit, in robust residual scales (as the detector's).
 _HUBER_LIMIT = 2.0
