@@ -20,7 +20,7 @@ _DESPIKE_WINDOW = 7
 # Points further than this many local noise scales from the running median are pulled back to it.
 _DESPIKE_LIMIT = 3.0
 # Huber's tuning constant for the pseudo-observations, in robust residual scales.
-_HUBER_LIMIT = 2.0
+HUBER_LIMIT = 2.0
 _MAX_ROUNDS = 20
 # Consistency factor that makes the MAD estimate the standard deviation under normal noise.
 _MAD_TO_SD = 1.482602218505602
@@ -93,7 +93,7 @@ def detect_change_points(
         spread = _robust_scale(residual)
         if spread <= exact:
             return _without_redundant(despiked, cps, exact)
-        residual = np.clip(residual, -_HUBER_LIMIT * spread, _HUBER_LIMIT * spread)
+        residual = np.clip(residual, -HUBER_LIMIT * spread, HUBER_LIMIT * spread)
         pseudo = fit + residual
         # A missed step makes the residuals look persistent; the differences' correlation does
         # not see steps, so the smaller of the two is the noise's own persistence.
@@ -137,16 +137,16 @@ def _as_series(values: SeriesLike) -> FloatArray:
     return x
 
 
-def _mad(v: FloatArray) -> float:
+def mad(v: FloatArray) -> float:
     """Median absolute deviation, scaled to estimate the standard deviation of normal noise."""
     return float(np.median(np.abs(v - np.median(v)))) * _MAD_TO_SD
 
 
 def _robust_scale(v: FloatArray) -> float:
     """The MAD, or the mean absolute deviation where most values tie (quantised timings)."""
-    mad = _mad(v)
-    if mad > 0.0:
-        return mad
+    scale = mad(v)
+    if scale > 0.0:
+        return scale
     return float(np.mean(np.abs(v - np.median(v)))) * math.sqrt(math.pi / 2.0)
 
 
@@ -172,11 +172,11 @@ def _difference_rho(x: FloatArray, max_rho: float) -> float:
     """
     d = np.diff(x)
     u, v = d[1:], d[:-1]
-    su, sv = _mad(u), _mad(v)
+    su, sv = mad(u), mad(v)
     if su == 0.0 or sv == 0.0:
         return 0.0  # most steps are exactly flat: there is no noise to persist
-    plus = _mad(u / su + v / sv) ** 2
-    minus = _mad(u / su - v / sv) ** 2
+    plus = mad(u / su + v / sv) ** 2
+    minus = mad(u / su - v / sv) ** 2
     if plus + minus == 0.0:
         return 0.0
     corr = (plus - minus) / (plus + minus)

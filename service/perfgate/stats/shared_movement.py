@@ -21,7 +21,13 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from perfgate.stats.changepoints import FloatArray, SeriesLike, detect_change_points
+from perfgate.stats.changepoints import (
+    HUBER_LIMIT,
+    FloatArray,
+    SeriesLike,
+    detect_change_points,
+    mad,
+)
 
 # A run's shared movement is measured only where at least this many other benchmarks ran in it:
 # the median of fewer is mostly their own noise.
@@ -29,10 +35,7 @@ MIN_OTHERS = 5
 # Benchmarks whose histories measure the movement. The median of 64 is about 1/6 of one
 # benchmark's noise (1.25 / 8); reading more costs every upload a larger query for little.
 SAMPLE = 64
-# Huber's tuning constant for the loading fit, in robust residual scales (as the detector's).
-_HUBER_LIMIT = 2.0
 _LOADING_ROUNDS = 10
-_MAD_TO_SD = 1.482602218505602
 
 Key = TypeVar("Key", bound=Hashable)
 
@@ -143,6 +146,7 @@ def _medians_without_each(values: FloatArray, present: np.ndarray) -> list[Float
         axis=0,
     )
     counts = present.sum(axis=0)
+    every_column = np.arange(columns)
     out = []
     for i in range(rows):
         own = present[i]
@@ -154,8 +158,7 @@ def _medians_without_each(values: FloatArray, present: np.ndarray) -> list[Float
         high = np.maximum(left // 2, 0)
         at_low = np.minimum(low + (low >= r), rows - 1)
         at_high = np.minimum(high + (high >= r), rows - 1)
-        columns_ = np.arange(columns)
-        median = 0.5 * (ordered[at_low, columns_] + ordered[at_high, columns_])
+        median = 0.5 * (ordered[at_low, every_column] + ordered[at_high, every_column])
         out.append(np.where(left >= MIN_OTHERS, median, np.nan))
     return out
 
@@ -180,10 +183,11 @@ def _loading(values: FloatArray, movement: FloatArray) -> float:
     slope = 1.0
     for _ in range(_LOADING_ROUNDS):
         residuals = y - slope * x
-        spread = _MAD_TO_SD * float(np.median(np.abs(residuals - np.median(residuals))))
+        spread = mad(residuals)
         if spread == 0.0 or not math.isfinite(spread):
             break
-        weights = np.minimum(1.0, _HUBER_LIMIT * spread / np.maximum(np.abs(residuals), 1e-300))
+        # Huber's weights at the detector's tuning constant.
+        weights = np.minimum(1.0, HUBER_LIMIT * spread / np.maximum(np.abs(residuals), 1e-300))
         denominator = float(np.sum(weights * x * x))
         if denominator == 0.0:
             return 0.0

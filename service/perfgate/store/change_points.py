@@ -327,8 +327,8 @@ def _refresh(
             points = _in_scope(read, stored.get(key, []), window.scope_start)
             values = [log_median(p.median) for p in points]
             found = _changes_alone(values)
-            shared = movements.get(key[1])
-            if found and shared is not None:
+            shared = movements.get(key[1]) if found else None
+            if shared is not None:
                 found = _not_shared(key[0], points, values, found, shared, runs)
             gather(key, points, values, found)
     for key in sorted(k for k in stored if k in wanted and k not in seen):
@@ -381,12 +381,29 @@ def _window_runs(session: Session, *, project_id: int, branch: str, window: Wind
     )
 
 
+class _Movements:
+    """The shared movement of a window's runs per metric, worked out the first time a series of
+    that metric has a change to check (most refreshes have none); None for a metric fewer
+    than `MIN_OTHERS` + 1 sampled benchmarks measured."""
+
+    def __init__(self, histories: dict[str, dict[int, np.ndarray]]) -> None:
+        self._histories = histories
+        self._found: dict[str, SharedMovement[int] | None] = {}
+
+    def get(self, metric: str) -> SharedMovement[int] | None:
+        if metric not in self._found:
+            histories = self._histories.get(metric, {})
+            self._found[metric] = (
+                shared_movement(histories) if len(histories) > MIN_OTHERS else None
+            )
+        return self._found[metric]
+
+
 def _movements(
     session: Session, *, branch: str, window: Window, runs: _Runs, ids: Select[Any]
-) -> dict[str, SharedMovement[int]]:
-    """The shared movement of the window's runs for each metric, measured on the first
-    `SAMPLE` benchmarks (by id) of the window's last run; none for a metric fewer than
-    `MIN_OTHERS` + 1 of them measured."""
+) -> _Movements:
+    """The sample's histories the shared movement is measured on: the first `SAMPLE`
+    benchmarks (by id) of the window's last run."""
     sample = list(
         session.scalars(
             select(models.Measurement.benchmark_id)
@@ -400,7 +417,7 @@ def _movements(
         )
     )
     if len(sample) <= MIN_OTHERS:
-        return {}
+        return _Movements({})
     histories: dict[str, dict[int, np.ndarray]] = {}
     for benchmark_id, metric, run_id, median in session.execute(
         select(
@@ -422,11 +439,7 @@ def _movements(
         if benchmark_id not in by_benchmark:
             by_benchmark[benchmark_id] = np.full(len(runs.position), np.nan)
         by_benchmark[benchmark_id][position] = log_median(median)
-    return {
-        metric: shared_movement(found)
-        for metric, found in histories.items()
-        if len(found) > MIN_OTHERS
-    }
+    return _Movements(histories)
 
 
 def _write(session: Session, writes: _Writes) -> None:
