@@ -187,7 +187,7 @@ def _movements(
         ).all()
     )
     position = {run: i for i, (_, run) in enumerate(runs)}
-    if len(runs) < 10:
+    if len(runs) < change_points._SHORTEST_WITH_CHANGES:
         return position, {}
     last = set(
         session.scalars(

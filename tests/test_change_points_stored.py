@@ -95,9 +95,9 @@ def test_change_points_are_stored_by_the_upload_itself(store: Store) -> None:
 
 def test_a_runners_wander_is_not_stored_as_each_benchmarks_change(store: Store) -> None:
     """Eight benchmarks on a runner whose speed wanders (AR(1), rho 0.8, 3% shocks), each
-    following it in its own proportion: alone, their histories hold change points; the store
-    keeps only what survives the runs' shared movement (docs/changepoints.md), here none. A
-    benchmark's own step among them is stored."""
+    following it in its own proportion, one with a +20% step of its own: alone, their
+    histories hold change points; the store keeps only what survives the runs' shared movement
+    (docs/changepoints.md), here that step alone."""
     rng = np.random.default_rng(0)
     runs, benchmarks = 80, 8
     keys = [b["key"] for b in synthetic_document(benchmarks=benchmarks, samples=1)["benchmarks"]]

@@ -4,13 +4,15 @@ Randomized histories (fixed seeds) are uploaded twice into one store, as two pro
 refreshed by `store/change_points.py`, the other by the old algorithm kept in
 `tests/refresh_reference.py`. After every upload and every triage the two projects' change
 points must be equal, value for value; so must a backfill of the whole store. The histories have
-steps, noise, gaps, benchmarks that appear late, runs that arrive late (out of time order, some
-into a window too short to hold a change point), a second branch and runs without a branch, and
-a window shrunk so that its context rules apply.
+steps, noise, a wandering runner (so the suite's check drops change points in both), gaps,
+benchmarks that appear late, runs that arrive late (out of time order, some into a window too
+short to hold a change point), a second branch and runs without a branch, and a window shrunk
+so that its context rules apply.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import uuid
 from collections.abc import Callable
@@ -54,6 +56,12 @@ def _history(seed: int, runs: int) -> list[tuple[int, dict[str, Any]]]:
                 level *= rng.choice([0.5, 0.7, 0.9, 1.1, 1.3, 1.6])
             series.append(level)
         levels[key] = series
+    # A runner whose speed wanders, followed by each benchmark in its own proportion: the
+    # suite's shared movement, which both refreshes take out before keeping a change point.
+    machine = [0.0]
+    for _ in range(runs - 1):
+        machine.append(0.8 * machine[-1] + rng.gauss(0.0, 0.04))
+    loadings = {key: rng.uniform(0.5, 1.5) for key in keys}
     documents = []
     for i in range(runs):
         early = i < 12
@@ -64,7 +72,7 @@ def _history(seed: int, runs: int) -> list[tuple[int, dict[str, Any]]]:
             seed=seed * 1000 + i,
             branch=branch,
             started_at=START + timedelta(hours=i),
-            slowdown={key: levels[key][i] for key in keys},
+            slowdown={key: levels[key][i] * math.exp(loadings[key] * machine[i]) for key in keys},
             ops_per_benchmark=0,
         )
         kept = []
