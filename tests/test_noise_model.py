@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -74,7 +75,8 @@ def _document(
 
 class Suite:
     """A simulated suite: processes whose benchmarks move `sd` (log) each, seeded; `noisy`
-    gives a benchmark its own (process sd, spread inside a round)."""
+    gives a benchmark its own (process sd, spread inside a round), `follows` its own share of
+    the machine's speed (`machine`, log sd a process)."""
 
     def __init__(
         self,
@@ -84,11 +86,16 @@ class Suite:
         machine: float = 0.0,
         m: int = M,
         noisy: dict[int, tuple[float, float]] | None = None,
+        follows: dict[int, float] | None = None,
     ) -> None:
         self.rng = np.random.default_rng(seed)
         self.levels = np.exp(self.rng.normal(-7.0, 1.0, m))
         self.sd, self.machine, self.m = sd, machine, m
         self.noisy = noisy or {}
+        # How much of the machine's speed each benchmark follows (1 unless given).
+        self.follows = np.ones(m)
+        for j, loading in (follows or {}).items():
+            self.follows[j] = loading
         self.index = 0
 
     def process(self, factors: dict[int, float] | None = None, *, commit: str) -> ResultsDocument:
@@ -96,7 +103,7 @@ class Suite:
         for j, (process_sd, _) in self.noisy.items():
             sds[j] = process_sd
         medians = self.levels * np.exp(
-            self.rng.normal(0.0, sds) + self.rng.normal(0.0, self.machine or 1e-12)
+            self.rng.normal(0.0, sds) + self.follows * self.rng.normal(0.0, self.machine or 1e-12)
         )
         for j, factor in (factors or {}).items():
             medians[j] *= factor
@@ -628,6 +635,38 @@ def test_with_history_one_round_a_side_finds_10_percent_on_3_percent_noise() -> 
         )
         found_alone += _time(compare_documents(base, head))["b0"].verdict == "regression"
     assert found_pooled >= 6 and found_alone <= 2, (found_pooled, found_alone)
+
+
+def test_a_benchmark_that_barely_follows_the_machine_is_judged_on_its_own_noise() -> None:
+    # b0 follows a tenth of a machine that moves 4% a job; b1 follows it as the rest do. History
+    # learns b0's loading, so neither its noise nor its machine share carries the 4%.
+    found = {"b0": 0, "b1": 0}
+    for seed in range(20):
+        suite = Suite(1250 + seed, sd=0.01, machine=0.04, follows={0: 0.1})
+        history = _history(suite, 24)
+        for key, j in (("b0", 0), ("b1", 1)):
+            base = [suite.process(commit="a" * 40)]
+            head = [suite.process({j: 1.08}, commit="c" * 40)]
+            result = _time(compare_documents(base, head, history=history))[key]
+            found[key] += result.verdict == "regression"
+            if key == "b0":
+                assert result.noise is not None
+                match = re.search(r"follows x(\d\.\d\d) of the machine's speed", result.noise)
+                assert match is not None and float(match.group(1)) < 0.5, result.noise
+    assert found["b0"] >= 16 and found["b1"] <= found["b0"] - 6, found
+
+
+def test_a_benchmark_that_follows_the_machine_twice_raises_no_alarm_when_it_moves() -> None:
+    # Its loading takes the excess out of its own noise in history; the machine's share of its
+    # difference must then be the loading's square times the machine's, or it alarms.
+    alarms = 0
+    for seed in range(30):
+        suite = Suite(1280 + seed, sd=0.005, machine=0.03, follows={1: 2.5})
+        history = _history(suite, 24)
+        base, head = [suite.process(commit="a" * 40)], [suite.process(commit="c" * 40)]
+        result = _time(compare_documents(base, head, history=history))["b1"]
+        alarms += result.verdict in ("regression", "improvement")
+    assert alarms <= 1, alarms
 
 
 def test_a_base_run_off_the_branchs_level_makes_no_verdict_when_the_head_agrees() -> None:

@@ -23,7 +23,7 @@ _DESPIKE_LIMIT = 3.0
 HUBER_LIMIT = 2.0
 _MAX_ROUNDS = 20
 # Consistency factor that makes the MAD estimate the standard deviation under normal noise.
-_MAD_TO_SD = 1.482602218505602
+MAD_TO_SD = 1.482602218505602
 
 
 def detect_change_points(
@@ -139,7 +139,7 @@ def _as_series(values: SeriesLike) -> FloatArray:
 
 def mad(v: FloatArray) -> float:
     """Median absolute deviation, scaled to estimate the standard deviation of normal noise."""
-    return float(np.median(np.abs(v - np.median(v)))) * _MAD_TO_SD
+    return float(np.median(np.abs(v - np.median(v)))) * MAD_TO_SD
 
 
 def _robust_scale(v: FloatArray) -> float:

@@ -27,7 +27,9 @@ import numpy as np
 from scipy import special
 
 from perfgate.stats.changepoints import detect_change_points
+from perfgate.stats.loadings import Slope, measured_slope, shrunk_loadings
 from perfgate.stats.modes import speed_levels
+from perfgate.stats.shared_movement import medians_without_each
 
 MetricKey = tuple[str, str]
 
@@ -272,6 +274,9 @@ class History:
     #: How much further a new run sits from the level of the runs before it than their spread
     #: predicts (variance, log): the benchmarks' slow wander, with df (`wander`).
     wander: Evidence | None = None
+    #: Each timed metric's loading on the runs' machine factors (`loadings.shrunk_loadings`):
+    #: how much of the machine's speed it follows, 1 for the typical benchmark.
+    loadings: dict[MetricKey, float] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, runs: int = 0) -> History:
@@ -291,9 +296,11 @@ def history_noise(runs: Sequence[PastRun]) -> History:
     """Per-metric noise and current level from the medians of earlier base-branch runs.
 
     Each run's machine factor (the median over its timed benchmarks of how far they sat from
-    their own level: `_machine_factors`) is taken out before a benchmark's spread is measured,
-    and is itself the evidence for how far whole runs move. Each metric's residuals are then cut
-    at its change points (`segments`): a step is a change of level, not spread.
+    their own level: `_machine_deviations`) is taken out before a benchmark's spread is measured,
+    in the proportion the benchmark follows it (its loading, `loadings.shrunk_loadings`, measured
+    against the other benchmarks' factors inside its segments), and is itself the evidence for
+    how far whole runs move. Each metric's residuals are then cut at its change points
+    (`segments`): a step is a change of level, not spread.
     """
     if len(runs) < MIN_HISTORY_RUNS:
         return History.empty(len(runs))
@@ -305,19 +312,43 @@ def history_noise(runs: Sequence[PastRun]) -> History:
             if value is not None and value > 0:
                 logs[i, j] = math.log(value)
     timed = [j for j, key in enumerate(keys) if key[1] == "time"]
-    per_run = _machine_factors(logs[:, timed])
-    metrics: dict[MetricKey, Evidence] = {}
-    segments: dict[MetricKey, list[np.ndarray]] = {}
-    current: dict[MetricKey, Segment] = {}
-    commits = [run.commit for run in runs]
+    deviations = _machine_deviations(logs[:, timed])
+    per_run = _factors(deviations, len(runs))
+    starts: dict[MetricKey, int] = {}
+    slopes: dict[MetricKey, Slope] = {}
+    # Against the factor of the other benchmarks: a benchmark's own noise in the median it is
+    # regressed on would read as following the machine.
+    others = (
+        np.nan_to_num(medians_without_each(deviations.T, ~np.isnan(deviations.T), least=1))
+        if deviations is not None
+        else None
+    )
     for j, key in enumerate(keys):
         sign = -1.0 if key[1] == "throughput" else 1.0
         present = np.flatnonzero(~np.isnan(logs[:, j]))
         if present.size < MIN_HISTORY_RUNS:
             continue
+        starts[key] = current_segment_start(logs[present, j] - sign * per_run[present])
+        if others is not None and key[1] == "time":
+            factor = others[timed.index(j)]
+            slope = _segment_slope(logs[present, j], factor[present], starts[key])
+            if slope is not None:
+                slopes[key] = slope
+    loadings = shrunk_loadings(slopes)
+    metrics: dict[MetricKey, Evidence] = {}
+    segments: dict[MetricKey, list[np.ndarray]] = {}
+    current: dict[MetricKey, Segment] = {}
+    commits = [run.commit for run in runs]
+    for j, key in enumerate(keys):
+        if key not in starts:
+            continue
+        sign = -1.0 if key[1] == "throughput" else 1.0
+        present = np.flatnonzero(~np.isnan(logs[:, j]))
         raw = logs[present, j]
-        residuals = raw - sign * per_run[present]
-        start = current_segment_start(residuals)
+        # Throughput is items over the time metric's blocks: it follows the machine as they do.
+        loading = loadings.get((key[0], "time"), 1.0) if key[1] in ("time", "throughput") else 1.0
+        residuals = raw - sign * loading * per_run[present]
+        start = starts[key]
         cuts = [0, *([start] if start else []), residuals.size]
         parts = [residuals[a:b] for a, b in itertools.pairwise(cuts)]
         segments[key] = parts
@@ -341,16 +372,27 @@ def history_noise(runs: Sequence[PastRun]) -> History:
         tail=tail,
         tails=tails,
         wander=wander(timed_segments),
+        loadings=loadings,
     )
 
 
-def _machine_factors(logs: np.ndarray) -> np.ndarray:
-    """Each run's machine factor from a (runs x timed benchmarks) matrix of log medians: the
-    median over the benchmarks of how far each sat from its own level (zeros with too few).
+def _segment_slope(raw: np.ndarray, factors: np.ndarray, start: int) -> Slope | None:
+    """A benchmark's loading on the runs' machine factors, measured inside its segments (each
+    centred on its own median, so that a step is not read as following the machine)."""
+    parts = [(0, start), (start, raw.size)] if start else [(0, raw.size)]
+    values = np.concatenate([raw[a:b] - np.median(raw[a:b]) for a, b in parts])
+    movement = np.concatenate([factors[a:b] - np.median(factors[a:b]) for a, b in parts])
+    return measured_slope(values, movement)
+
+
+def _machine_deviations(logs: np.ndarray) -> np.ndarray | None:
+    """How far each timed benchmark sat from its own level in each run, from a (runs x timed
+    benchmarks) matrix of log medians (None with too few benchmarks); a run's machine factor is
+    the median of its row.
 
     A benchmark's level is first its median over all the runs. Where some benchmarks have a
     step (their current segment starts later: `current_segment_start`, on what the first
-    factors leave), the factors are taken again against each benchmark's level in its own
+    factors leave), the deviations are taken again against each benchmark's level in its own
     segments: benchmarks that stepped at different runs otherwise move the median of the
     deviations from run to run, which reads as the machine (a +-30% step in each benchmark's
     history, at its own run: a machine spread of 11% where there was none, and a comparison
@@ -358,23 +400,25 @@ def _machine_factors(logs: np.ndarray) -> np.ndarray:
     run stays in the factors: the first factors take it out before the steps are looked for.
     """
     if logs.shape[1] < MIN_BENCHMARKS_FOR_COMMON:
-        return np.zeros(logs.shape[0])
-    deviations = logs - _nanmedian(logs, axis=0)
+        return None
+    deviations: np.ndarray = logs - _nanmedian(logs, axis=0)
     per_run: np.ndarray = np.nan_to_num(_nanmedian(deviations, axis=1))
-    stepped = False
     for j in range(logs.shape[1]):
         present = np.flatnonzero(~np.isnan(logs[:, j]))
         if present.size < MIN_HISTORY_RUNS:
             continue
         start = current_segment_start(logs[present, j] - per_run[present])
         if start:
-            stepped = True
             for part in (present[:start], present[start:]):
                 deviations[part, j] = logs[part, j] - np.median(logs[part, j])
-    if not stepped:
-        return per_run
-    relevelled: np.ndarray = np.nan_to_num(_nanmedian(deviations, axis=1))
-    return relevelled
+    return deviations
+
+
+def _factors(deviations: np.ndarray | None, runs: int) -> np.ndarray:
+    if deviations is None:
+        return np.zeros(runs)
+    factors: np.ndarray = np.nan_to_num(_nanmedian(deviations, axis=1))
+    return factors
 
 
 def wander(groups: Mapping[MetricKey, Sequence[np.ndarray]]) -> Evidence | None:

@@ -14,8 +14,10 @@ rounds first divided by their own machine speed factor). Under no change its var
 - V_machine: the machine's shared speed. It is never subtracted from the benchmarks (a change
   that slows most of a suite must not read as "the machine"); it widens every benchmark's CI by
   its spread: the rounds' machine factors when the sides alternated, the jobs' (history,
-  calibration) when they ran one after the other, else the documented default; and no more than
-  what the suite's own shift between the sides allows (`bounded_by_observed_shift`). A shift
+  calibration) when they ran one after the other, else the documented default, times the square
+  of how much of the machine's speed the benchmark follows (its loading, learnt from history:
+  `History.loadings`); and no more than what the suite's own shift between the sides allows
+  (`bounded_by_observed_shift`). A shift
   beyond the learnt spread which every benchmark shares (`unexplained_shift`) is the machine's
   for this comparison: it widens every benchmark's CI, and only the suite's finding judges it.
 """
@@ -80,6 +82,9 @@ class NoiseFloor:
     #: and the tail weight `df` is capped at: `bounded_by_observed_shift` recombines them.
     relative_df: float = math.inf
     tail_df: float = math.inf
+    #: How much of the machine's speed this benchmark follows (`History.loadings`; 1 without
+    #: history): its machine share is the machine's variance times its square.
+    loading: float = 1.0
 
     @property
     def scale2(self) -> float:
@@ -110,6 +115,9 @@ class NoiseFloor:
                 )
             elif self.machine_assumed:
                 text += " (assumed: no history or calibration of this runner)"
+        # Named once it shows at the text's precision (`History.loadings`).
+        if abs(self.loading - 1.0) >= 0.005:
+            text += f"; follows x{self.loading:.2f} of the machine's speed"
         if len(self.levels) > 1:
             text += "; speed levels " + " / ".join(f"{exp_or_inf(v):.2f}x" for v in self.levels)
         if self.baseline_runs:
@@ -321,7 +329,8 @@ def build(
         relative = process.var * round_weight + (0.0 if key in history_sigma else drift)
         if key in baselines and history.wander is not None:
             relative += history.wander.var
-        machine_var = machine.var * machine_weight
+        loading = history.loadings.get((key, "time"), 1.0)
+        machine_var = machine.var * machine_weight * loading**2
         total = relative + machine_var
         df = total**2 / (relative**2 / max(process.df, 1.0) + machine_var**2 / max(machine.df, 1.0))
         floors[key] = NoiseFloor(
@@ -341,6 +350,7 @@ def build(
             machine_assumed=machine_assumed,
             relative_df=process.df,
             tail_df=tail,
+            loading=loading,
         )
     return floors, machine
 
@@ -512,10 +522,13 @@ def unexplained_shift(
 
     The shift is the median benchmark's change. It is unexplained when it lies outside the 95%
     interval of the machine's learnt spread (with its degrees of freedom) and the median's own
-    uncertainty; it is shared when no benchmark's change departs from it by more than the
-    benchmark's own noise allows (each at `SHIFT_TOGETHER_ALPHA` over the suite). Where some
-    moved further, the shift is the least-moved quarter's, provided it too lies beyond the
-    machine's spread and no benchmark moved less than it by more than its noise allows. A shift like
+    uncertainty; it is shared when no benchmark's change departs from it, times the
+    benchmark's loading (how much of the machine it follows), by more than the benchmark's own
+    noise allows (each at `SHIFT_TOGETHER_ALPHA` over the suite). Where some moved further, the
+    shift is the least-moved quarter's, provided it too lies beyond the machine's spread and no
+    benchmark moved less than its loading's share of it by more than its noise allows. The CIs
+    are widened by the whole shift, not the loading's share: an event beyond the machine's
+    learnt spread is not one its ordinary movement describes. A shift like
     that is what a one-off machine event (a clock dip during the only round of a side) looks
     like, and equally what a change that slows every benchmark alike looks like: the
     benchmarks' own results cannot tell which, so the shift widens their CIs
@@ -539,7 +552,10 @@ def unexplained_shift(
         float(scipy_stats.t.ppf(level, max(floors[key].df, 1.0))) * math.sqrt(var)
         for key, var in zip(keys, relative, strict=True)
     ]
-    if all(abs(v - shift) <= limit for v, limit in zip(values, limits, strict=True)):
+    loadings = np.asarray([floors[k].loading for k in keys])
+    if all(
+        abs(v - b * shift) <= limit for v, b, limit in zip(values, loadings, limits, strict=True)
+    ):
         return shift
     # Not all alike: some benchmarks moved further. If every one still moved at least as far as
     # the least-moved quarter did, that part is shared, as when a clock dip slows the whole
@@ -549,7 +565,10 @@ def unexplained_shift(
     floor_shift = float(np.quantile(values, SHARED_QUANTILE if sign > 0 else 1 - SHARED_QUANTILE))
     if abs(floor_shift) <= allowed:
         return None
-    if any(sign * (v - floor_shift) < -limit for v, limit in zip(values, limits, strict=True)):
+    if any(
+        sign * (v - b * floor_shift) < -limit
+        for v, b, limit in zip(values, loadings, limits, strict=True)
+    ):
         return None
     return floor_shift
 
@@ -611,18 +630,20 @@ def _bounded_group(
     bounded: dict[str, NoiseFloor] = {}
     for key in keys:
         floor = floors[key]
-        if observed >= floor.machine_var:
+        # The shift the median benchmark shows, in the proportion this one follows the machine.
+        share = observed * floor.loading**2
+        if share >= floor.machine_var:
             continue
         own = max(floor.var - floor.machine_var, 0.0)
-        total = own + observed
-        weight = own**2 / max(floor.relative_df, 1.0) + observed**2 / max(observed_df, 1.0)
+        total = own + share
+        weight = own**2 / max(floor.relative_df, 1.0) + share**2 / max(observed_df, 1.0)
         df = total**2 / weight if weight > 0 else floor.relative_df
         bounded[key] = replace(
             floor,
             var=total,
             df=min(df, floor.tail_df),
             tail_factor=tail_factor(floor.tail_df) if floor.tail_df < df else 1.0,
-            machine_var=observed,
+            machine_var=share,
             machine_observed=True,
             machine_learnt_var=None if floor.machine_assumed else floor.machine_var,
         )

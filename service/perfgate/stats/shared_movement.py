@@ -14,7 +14,6 @@ Everything here is on the log scale the store detects on: a movement is a ratio.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -22,12 +21,11 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from perfgate.stats.changepoints import (
-    HUBER_LIMIT,
     FloatArray,
     SeriesLike,
     detect_change_points,
-    mad,
 )
+from perfgate.stats.loadings import huber_slope
 
 # A run's shared movement is measured only where at least this many other benchmarks ran in it:
 # the median of fewer is mostly their own noise.
@@ -35,7 +33,6 @@ MIN_OTHERS = 5
 # Benchmarks whose histories measure the movement. The median of 64 is about 1/6 of one
 # benchmark's noise (1.25 / 8); reading more costs every upload a larger query for little.
 SAMPLE = 64
-_LOADING_ROUNDS = 10
 
 Key = TypeVar("Key", bound=Hashable)
 
@@ -79,7 +76,7 @@ def shared_movement(histories: Mapping[Key, SeriesLike]) -> SharedMovement[Key]:
     )
     deviations = np.where(present, rows - centres[:, None], np.nan)
     factor = _median_where(deviations, present, MIN_OTHERS)
-    without = dict(zip(keys, _medians_without_each(deviations, present), strict=True))
+    without = dict(zip(keys, medians_without_each(deviations, present), strict=True))
     return SharedMovement(factor, without, tuple(level_changes(factor)))
 
 
@@ -109,7 +106,7 @@ def confirmed_changes(
     known = np.isfinite(m)
     if int(known.sum()) < 2 * min_size:
         return list(found)
-    loading = _loading(x[known], m[known])
+    loading = huber_slope(x[known], m[known])
     if loading == 0.0:
         return list(found)
     own = detect_change_points(x - loading * np.where(known, m, 0.0), min_size=min_size)
@@ -129,9 +126,11 @@ def _median_where(values: FloatArray, present: np.ndarray, least: int) -> FloatA
     return out
 
 
-def _medians_without_each(values: FloatArray, present: np.ndarray) -> list[FloatArray]:
+def medians_without_each(
+    values: FloatArray, present: np.ndarray, least: int = MIN_OTHERS
+) -> list[FloatArray]:
     """For each row, the median of the other rows' present values in each column (NaN where
-    fewer than `MIN_OTHERS` others are present).
+    fewer than `least` others are present).
 
     One sort per column: leaving out the value of rank r shifts every rank from r on by one, so
     the two middle ranks of the rest are read from the sorted column directly.
@@ -159,7 +158,7 @@ def _medians_without_each(values: FloatArray, present: np.ndarray) -> list[Float
         at_low = np.minimum(low + (low >= r), rows - 1)
         at_high = np.minimum(high + (high >= r), rows - 1)
         median = 0.5 * (ordered[at_low, every_column] + ordered[at_high, every_column])
-        out.append(np.where(left >= MIN_OTHERS, median, np.nan))
+        out.append(np.where(left >= least, median, np.nan))
     return out
 
 
@@ -171,25 +170,3 @@ def level_changes(factor: SeriesLike) -> list[int]:
     if known.size == 0:
         return []
     return [int(known[i]) for i in detect_change_points(factor[known])]
-
-
-def _loading(values: FloatArray, movement: FloatArray) -> float:
-    """How much of the movement a history follows: the Huber regression slope of its centred
-    values on the centred movement, at least 0 (a busy machine makes nothing faster)."""
-    x = movement - float(np.median(movement))
-    y = values - float(np.median(values))
-    if not np.any(x):
-        return 0.0
-    slope = 1.0
-    for _ in range(_LOADING_ROUNDS):
-        residuals = y - slope * x
-        spread = mad(residuals)
-        if spread == 0.0 or not math.isfinite(spread):
-            break
-        # Huber's weights at the detector's tuning constant.
-        weights = np.minimum(1.0, HUBER_LIMIT * spread / np.maximum(np.abs(residuals), 1e-300))
-        denominator = float(np.sum(weights * x * x))
-        if denominator == 0.0:
-            return 0.0
-        slope = float(np.sum(weights * x * y)) / denominator
-    return max(slope, 0.0)
