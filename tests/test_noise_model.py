@@ -555,6 +555,30 @@ def test_a_shift_every_benchmark_shares_beyond_the_machines_history_is_the_suite
     assert not any(results[f"b{i}"].verdict == "regression" for i in range(1, M))
 
 
+def test_a_side_whose_benchmarks_went_each_their_own_way_is_read_as_a_disturbed_machine() -> None:
+    # The head job ran on a disturbed machine: most of the suite +30%, two benchmarks clearly
+    # faster, far beyond what 24 runs of history ever showed the machine do. No benchmark's
+    # change there can be read on its own; the suite's finding still fails the gate.
+    suite = Suite(960, sd=0.01)
+    history = _history(suite, 24)
+    base = [suite.process(commit="a" * 40)]
+    wild = {**dict.fromkeys(range(M), 1.30), 1: 0.78, 2: 0.8}
+    comparison = compare_documents(base, [suite.process(wild, commit="c" * 40)], history=history)
+    results = _time(comparison)
+    assert all(r.verdict == "inconclusive" for r in results.values()), [
+        (k, r.verdict) for k, r in results.items()
+    ]
+    assert comparison.has_regression()
+    # Most of the suite slower with the rest at rest is not a disturbed machine: the slowed
+    # benchmarks are regressions on their own.
+    change = dict.fromkeys(range(8), 1.30)
+    results = _time(
+        compare_documents(base, [suite.process(change, commit="c" * 40)], history=history)
+    )
+    assert all(results[f"b{i}"].verdict == "regression" for i in range(8))
+    assert not any(results[f"b{i}"].verdict == "regression" for i in range(8, M))
+
+
 def _stepped_history(suite: Suite, runs: int, *, at: int, key: int, step: float) -> list[Any]:
     """`runs` main runs whose benchmark `key` runs `step` times slower from run `at` on."""
     out = []

@@ -314,6 +314,7 @@ def history_noise(runs: Sequence[PastRun]) -> History:
     timed = [j for j, key in enumerate(keys) if key[1] == "time"]
     deviations = _machine_deviations(logs[:, timed])
     per_run = _factors(deviations, len(runs))
+    column = {j: c for c, j in enumerate(timed)}
     starts: dict[MetricKey, int] = {}
     slopes: dict[MetricKey, Slope] = {}
     # Against the factor of the other benchmarks: a benchmark's own noise in the median it is
@@ -330,7 +331,7 @@ def history_noise(runs: Sequence[PastRun]) -> History:
             continue
         starts[key] = current_segment_start(logs[present, j] - sign * per_run[present])
         if others is not None and key[1] == "time":
-            factor = others[timed.index(j)]
+            factor = others[column[j]]
             slope = _segment_slope(logs[present, j], factor[present], starts[key])
             if slope is not None:
                 slopes[key] = slope
@@ -415,6 +416,7 @@ def _machine_deviations(logs: np.ndarray) -> np.ndarray | None:
 
 
 def _factors(deviations: np.ndarray | None, runs: int) -> np.ndarray:
+    """Each run's machine factor: the median of its row of deviations (zeros without them)."""
     if deviations is None:
         return np.zeros(runs)
     factors: np.ndarray = np.nan_to_num(_nanmedian(deviations, axis=1))

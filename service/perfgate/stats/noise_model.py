@@ -510,6 +510,9 @@ SHIFT_TOGETHER_ALPHA = 0.05
 # quarter's (this quantile of the changes; its mirror for a speed-up). A quarter, not the least
 # moved one: a single benchmark's own noise must not set it.
 SHARED_QUANTILE = 0.25
+# Benchmarks that must move clearly against a suite-wide shift beyond the machine's spread for
+# the side to be read as a disturbed machine (`unexplained_shift`).
+DISTURBED_AGAINST = 2
 
 
 def unexplained_shift(
@@ -562,6 +565,13 @@ def unexplained_shift(
     # side's run and the code slows some benchmarks more: their own changes are judged with it
     # as the machine's, and the least-moved are not called changed for the dip alone.
     sign = 1.0 if shift > 0 else -1.0
+    # A side that moved most of the suite beyond anything the machine does while benchmarks
+    # moved clearly the other way ran on a disturbed machine (a job whose benchmarks each went
+    # their own way, 20-60%): no benchmark's change there can be read on its own. One against
+    # the suite is what a change of that one benchmark looks like on a machine that moved.
+    against = sum(sign * v < -limit for v, limit in zip(values, limits, strict=True))
+    if against >= DISTURBED_AGAINST:
+        return shift
     floor_shift = float(np.quantile(values, SHARED_QUANTILE if sign > 0 else 1 - SHARED_QUANTILE))
     if abs(floor_shift) <= allowed:
         return None
