@@ -2,8 +2,8 @@
 
 A run's machine factor is the median over its benchmarks of how far each sat from its own level,
 so the typical benchmark follows it one for one. Not every benchmark does: on the recorded
-runners a memory-bound kernel moves with a busy neighbour at 1.5-2x the suite's median and a
-benchmark bound by one core's clock at a twentieth of it. Taking the whole factor out of a
+`pinned` runner one `matmul` follows about a tenth of it and `gpt_generate` about twice
+(docs/comparator.md, "Each benchmark's share of the machine"). Taking the whole factor out of a
 benchmark that follows a tenth of it leaves nine tenths of the machine in what is then counted as
 its own noise; counting the whole factor as the machine's share of a benchmark that follows
 twice of it leaves half of that out. Each benchmark's loading is learnt from history (the slope
