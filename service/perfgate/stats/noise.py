@@ -107,10 +107,18 @@ def qn_scale(values: Sequence[float] | np.ndarray) -> float:
     if n < 2:
         return 0.0
     distances = np.abs(array[:, None] - array[None, :])[np.triu_indices(n, k=1)]
+    k = _qn_rank(n)
+    return float(np.partition(distances, k - 1)[k - 1]) * _qn_factor(n)
+
+
+def _qn_rank(n: int) -> int:
+    """Which smallest pairwise distance (1-based) Qn of n values takes: C(h, 2), h = n // 2 + 1."""
     h = n // 2 + 1
-    k = h * (h - 1) // 2
-    kth = float(np.partition(distances, k - 1)[k - 1])
-    # Consistency at the normal with Croux and Rousseeuw's small-sample factors.
+    return h * (h - 1) // 2
+
+
+def _qn_factor(n: int) -> float:
+    """Qn's consistency at the normal, with Croux and Rousseeuw's small-sample factors."""
     small = {2: 0.399, 3: 0.994, 4: 0.512, 5: 0.844, 6: 0.611, 7: 0.857, 8: 0.669, 9: 0.872}
     if n in small:
         factor = small[n]
@@ -118,7 +126,35 @@ def qn_scale(values: Sequence[float] | np.ndarray) -> float:
         factor = n / (n + 1.4)
     else:
         factor = n / (n + 3.8)
-    return 2.2219 * kth * factor
+    return 2.2219 * factor
+
+
+def qn_scales_without_each(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """`qn_scale` of the values with each one left out in turn, exactly, in O(n² log n).
+
+    The pairwise distances are sorted once. Leaving value l out removes its n - 1 distances; the
+    wanted k-th smallest of the rest sits at sorted position k - 1 + q, where q is how many of
+    l's own distances lie before it: the first q at which l's q-th own position, less q, passes
+    k - 1 (that difference never falls as q grows).
+    """
+    array = np.asarray(values, dtype=np.float64)
+    n = array.size
+    if n < 3:
+        return np.zeros(n)
+    first, second = np.triu_indices(n, k=1)
+    distances = np.abs(array[first] - array[second])
+    order = np.argsort(distances, kind="stable")
+    position = np.empty(order.size, dtype=np.int64)
+    position[order] = np.arange(order.size)
+    # own[l]: the sorted positions of the n - 1 distances that involve value l.
+    pair = np.zeros((n, n), dtype=np.int64)
+    pair[first, second] = np.arange(first.size)
+    pair[second, first] = np.arange(first.size)
+    others = ~np.eye(n, dtype=bool)
+    own = np.sort(position[pair[others].reshape(n, n - 1)], axis=1)
+    k = _qn_rank(n - 1)
+    before = np.sum(own - np.arange(n - 1) <= k - 1, axis=1)
+    return np.asarray(distances[order][k - 1 + before]) * _qn_factor(n - 1)
 
 
 def cross_section(values: Sequence[float] | np.ndarray) -> Evidence | None:
@@ -147,6 +183,21 @@ def qn_variance(values: np.ndarray) -> Evidence:
     n = values.size
     var = qn_scale(values) ** 2 / (1.0 + 1.0 / n)
     return Evidence(var=var, df=QN_EFFICIENCY * (n - 1) * n / (n + QN_EFFICIENCY_LAG))
+
+
+def cross_sections_without_each(values: Sequence[float] | np.ndarray) -> list[Evidence | None]:
+    """`cross_section` of the values with each one left out in turn (None where too few remain).
+
+    What the other benchmarks of a comparison say the typical one's variance is: a benchmark
+    that moved far for a reason of its own does not widen the yardstick it is judged with.
+    """
+    array = np.asarray(values, dtype=np.float64)
+    n = array.size
+    if n - 1 < MIN_BENCHMARKS_FOR_CROSS_SECTION:
+        return [None] * n
+    df = QN_EFFICIENCY * (n - 2) * (n - 1) / (n - 1 + QN_EFFICIENCY_LAG)
+    scales = qn_scales_without_each(array)
+    return [Evidence(var=float(q) ** 2 / (1.0 + 1.0 / (n - 1)), df=df) for q in scales]
 
 
 def round_factors(matrix: np.ndarray) -> np.ndarray | None:

@@ -280,26 +280,30 @@ def build(
             own[(key, "time")] = found
 
     typical_weight = float(np.median([w for w, _ in weights.values()])) if keys else 1.0
-    # Every benchmark's scale and drift come from the whole suite's cross-section, its own
-    # difference included: the only trace of its own drift (or, with one round, its own scale)
-    # the comparison holds. Leaving it out, as an externally studentized residual would, let
-    # recorded suites whose benchmarks differ in noise and drift raise more false alarms
-    # (docs/comparator.md, "The noise model").
+    # With nothing measured, every benchmark's scale is the whole suite's cross-section, its
+    # own difference included: with one round, the only trace of its own scale the comparison
+    # holds. Leaving it out there, as an externally studentized residual would, let recorded
+    # suites whose benchmarks differ in noise raise more false alarms (docs/comparator.md,
+    # "The noise model").
     cross = noise.cross_section([differences[key] for key in keys])
     fallback = noise.with_fallback(_per_round(cross, typical_weight), noise.DEFAULT_PROCESS)
     moderated, prior = noise.moderated(own, fallback)
     prior_source = (
         "runner's pooled scale" if own else ("cross-section" if cross is not None else "default")
     )
-    # Drift the rounds cannot see when the sides ran one after the other: the benchmarks
-    # disagree with each other more than their rounds predict. Alternating sides share it, and
-    # a benchmark with history has it measured (below).
-    drift = 0.0
+    # Drift the rounds cannot see when the sides ran one after the other: the *other*
+    # benchmarks disagree with each other more than their rounds predict. A benchmark's own
+    # difference stays out of its allowance: a changed one would otherwise widen its own CI by
+    # its change. Alternating sides share drift, and a benchmark with history has it measured
+    # (below).
+    drift: dict[str, float] = {}
     if own and cross is not None and not shape.alternated:
         predicted = float(
             np.median([moderated.get((k, "time"), prior).var * weights[k][0] for k in keys])
         )
-        drift = max(cross.var - predicted, 0.0)
+        others = noise.cross_sections_without_each([differences[key] for key in keys])
+        for key, found in zip(keys, others, strict=True):
+            drift[key] = max((found or cross).var - predicted, 0.0)
 
     machine, machine_assumed = _machine(factors, shape, history, calibration)
     # How heavy the tails are (each benchmark's from history, shrunk towards the runner's; else
@@ -326,7 +330,9 @@ def build(
         round_weight, machine_weight = weights[key]
         # History's runs are separate jobs: their spread already holds the drift between jobs;
         # a baseline averaged over them also carries how far the benchmarks wander from it.
-        relative = process.var * round_weight + (0.0 if key in history_sigma else drift)
+        relative = process.var * round_weight + (
+            0.0 if key in history_sigma else drift.get(key, 0.0)
+        )
         if key in baselines and history.wander is not None:
             relative += history.wander.var
         loading = history.loadings.get((key, "time"), 1.0)
