@@ -291,11 +291,12 @@ def build(
     prior_source = (
         "runner's pooled scale" if own else ("cross-section" if cross is not None else "default")
     )
-    # Drift the rounds cannot see when the sides ran one after the other: the *other*
-    # benchmarks disagree with each other more than their rounds predict. A benchmark's own
-    # difference stays out of its allowance: a changed one would otherwise widen its own CI by
-    # its change. Alternating sides share drift, and a benchmark with history has it measured
-    # (below).
+    # Drift the rounds cannot see when the sides ran one after the other: the benchmarks
+    # disagree with each other more than their rounds predict. A benchmark's own difference
+    # may narrow its allowance but never widen it (the smaller of the cross-section with and
+    # without it): a changed one would otherwise widen its own CI by its change, and one among
+    # many that moved together narrows the spread inside their group. Alternating sides share
+    # drift, and a benchmark with history has it measured (below).
     drift: dict[str, float] = {}
     if own and cross is not None and not shape.alternated:
         predicted = float(
@@ -303,7 +304,7 @@ def build(
         )
         others = noise.cross_sections_without_each([differences[key] for key in keys])
         for key, found in zip(keys, others, strict=True):
-            drift[key] = max((found or cross).var - predicted, 0.0)
+            drift[key] = max(min((found or cross).var, cross.var) - predicted, 0.0)
 
     machine, machine_assumed = _machine(factors, shape, history, calibration)
     # How heavy the tails are (each benchmark's from history, shrunk towards the runner's; else
