@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from perfgate.stats import noise
-from perfgate.stats.loadings import Slope, huber_slope, measured_slope, shrunk_loadings
+from perfgate.stats.loadings import (
+    Slope,
+    huber_slope,
+    measured_slope,
+    measured_slopes,
+    shrunk_loadings,
+)
 
 
 def test_the_huber_slope_recovers_a_loading_past_an_outlying_run() -> None:
@@ -31,6 +37,25 @@ def test_a_slope_carries_its_sampling_variance() -> None:
     # a median-centred, reweighted fit): a loading is never kept on less evidence than it has.
     assert float(np.var(values)) < claimed < 2.0 * float(np.var(values))
     assert measured_slope(movement, np.zeros(24)) is None
+
+
+def test_series_fitted_together_get_each_its_own_slope_and_variance() -> None:
+    rng = np.random.default_rng(3)
+    series = {}
+    for k in range(40):
+        n = int(rng.integers(3, 30))  # lengths differ, and some repeat
+        movement = rng.normal(0.0, 0.03, n)
+        series[k] = (rng.uniform(0.0, 2.0) * movement + 0.01 * rng.standard_t(3, n), movement)
+    series[40] = (rng.normal(0.0, 0.01, 12), np.zeros(12))  # the factors did not move
+    together = measured_slopes(series)
+    assert set(together) == set(range(40))
+    for key, (values, movement) in series.items():
+        alone = measured_slope(values, movement)
+        if alone is None:
+            continue
+        # Rows of one reweighting stop together, once all have settled: within its tolerance.
+        assert together[key].value == pytest.approx(alone.value, abs=1e-8)
+        assert together[key].var == pytest.approx(alone.var, rel=1e-6)
 
 
 def test_loadings_keep_what_the_runs_tell_apart_from_one_and_no_more() -> None:

@@ -81,15 +81,34 @@ def measured_slope(values: FloatArray, movement: FloatArray) -> Slope | None:
     off (a slow process, a neighbour on its cache) moves the slope by what it really moves it,
     which a variance from the residuals' scale, normal in the runs, would not show. None where
     the factors did not move."""
-    n = values.size
-    if n < 3 or not np.any(movement != movement[0]):
-        return None
-    slope = float(_huber_slopes(values[None, :], movement[None, :])[0])
-    keep = ~np.eye(n, dtype=bool)
-    rows = np.broadcast_to(np.arange(n), (n, n))[keep].reshape(n, n - 1)
-    left_out = _huber_slopes(values[rows], movement[rows])
-    var = (n - 1) / n * float(np.sum((left_out - left_out.mean()) ** 2))
-    return Slope(value=slope, var=var)
+    return measured_slopes({0: (values, movement)}).get(0)
+
+
+def measured_slopes(series: Mapping[Key, tuple[FloatArray, FloatArray]]) -> dict[Key, Slope]:
+    """`measured_slope` of every (values, movement) pair, the keys whose factors moved.
+
+    Series of one length are fitted together: each one's slope and its n leave-one-out slopes
+    are rows of one reweighting, which costs about what one series' jackknife does.
+    """
+    by_length: dict[int, list[Key]] = {}
+    for key, (values, movement) in series.items():
+        if values.size >= 3 and np.any(movement != movement[0]):
+            by_length.setdefault(values.size, []).append(key)
+    out: dict[Key, Slope] = {}
+    for n, keys in by_length.items():
+        values = np.stack([series[key][0] for key in keys])
+        movement = np.stack([series[key][1] for key in keys])
+        keep = ~np.eye(n, dtype=bool)
+        rows = np.broadcast_to(np.arange(n), (n, n))[keep].reshape(n, n - 1)
+        # Per series: its whole-run slope, then its n leave-one-out slopes.
+        slopes = _huber_slopes(values, movement)
+        left_out = _huber_slopes(
+            values[:, rows].reshape(-1, n - 1), movement[:, rows].reshape(-1, n - 1)
+        ).reshape(len(keys), n)
+        spread = np.sum((left_out - left_out.mean(axis=1, keepdims=True)) ** 2, axis=1)
+        for key, slope, var in zip(keys, slopes, (n - 1) / n * spread, strict=True):
+            out[key] = Slope(value=float(slope), var=float(var))
+    return out
 
 
 def shrunk_loadings(slopes: Mapping[Key, Slope]) -> dict[Key, float]:

@@ -27,7 +27,7 @@ import numpy as np
 from scipy import special
 
 from perfgate.stats.changepoints import detect_change_points
-from perfgate.stats.loadings import Slope, measured_slope, shrunk_loadings
+from perfgate.stats.loadings import measured_slopes, shrunk_loadings
 from perfgate.stats.modes import speed_levels
 from perfgate.stats.shared_movement import medians_without_each
 
@@ -367,7 +367,7 @@ def history_noise(runs: Sequence[PastRun]) -> History:
     per_run = _factors(deviations, len(runs))
     column = {j: c for c, j in enumerate(timed)}
     starts: dict[MetricKey, int] = {}
-    slopes: dict[MetricKey, Slope] = {}
+    fits: dict[MetricKey, tuple[np.ndarray, np.ndarray]] = {}
     # Against the factor of the other benchmarks: a benchmark's own noise in the median it is
     # regressed on would read as following the machine.
     others = (
@@ -383,10 +383,8 @@ def history_noise(runs: Sequence[PastRun]) -> History:
         starts[key] = current_segment_start(logs[present, j] - sign * per_run[present])
         if others is not None and key[1] == "time":
             factor = others[column[j]]
-            slope = _segment_slope(logs[present, j], factor[present], starts[key])
-            if slope is not None:
-                slopes[key] = slope
-    loadings = shrunk_loadings(slopes)
+            fits[key] = _within_segments(logs[present, j], factor[present], starts[key])
+    loadings = shrunk_loadings(measured_slopes(fits))
     metrics: dict[MetricKey, Evidence] = {}
     segments: dict[MetricKey, list[np.ndarray]] = {}
     current: dict[MetricKey, Segment] = {}
@@ -428,13 +426,16 @@ def history_noise(runs: Sequence[PastRun]) -> History:
     )
 
 
-def _segment_slope(raw: np.ndarray, factors: np.ndarray, start: int) -> Slope | None:
-    """A benchmark's loading on the runs' machine factors, measured inside its segments (each
-    centred on its own median, so that a step is not read as following the machine)."""
+def _within_segments(
+    raw: np.ndarray, factors: np.ndarray, start: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """A benchmark's history and the runs' machine factors, each segment centred on its own
+    median: its loading is measured inside its segments, so that a step is not read as
+    following the machine."""
     parts = [(0, start), (start, raw.size)] if start else [(0, raw.size)]
     values = np.concatenate([raw[a:b] - np.median(raw[a:b]) for a, b in parts])
     movement = np.concatenate([factors[a:b] - np.median(factors[a:b]) for a, b in parts])
-    return measured_slope(values, movement)
+    return values, movement
 
 
 def _machine_deviations(logs: np.ndarray) -> np.ndarray | None:
