@@ -378,6 +378,21 @@ def test_most_of_the_suite_slower_keeps_each_slowed_benchmarks_allowance() -> No
     assert found >= 138, found
 
 
+def test_the_noise_text_names_the_drift_and_wander_allowances() -> None:
+    base, head = Suite(2100, sd=0.03).sides(3, {3: 1.10}, alternate=False)
+    noise_text = _time(compare_documents(base, head))["b3"].noise or ""
+    assert "drift between the jobs ±" in noise_text
+    # Alternating sides share the drift: none is allowed, none named.
+    base, head = Suite(2100, sd=0.03).sides(3, {3: 1.10})
+    assert "drift" not in (_time(compare_documents(base, head))["b3"].noise or "")
+    suite = Suite(1200, sd=0.03)
+    history = _history(suite, 24)
+    base = [suite.process(commit="a" * 40)]
+    head = [suite.process(commit="c" * 40)]
+    pooled = _time(compare_documents(base, head, history=history))["b0"].noise or ""
+    assert "wander from history's level ±" in pooled and "baseline: base and its 24" in pooled
+
+
 def test_a_machine_that_moves_between_sequential_jobs_raises_no_alarm() -> None:
     # The machine moves 3-5% from job to job, the benchmarks 0.5-1%: the bound is the shift
     # itself, so an unchanged benchmark's CI still reaches it.

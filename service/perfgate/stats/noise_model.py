@@ -85,6 +85,11 @@ class NoiseFloor:
     #: How much of the machine's speed this benchmark follows (`History.loadings`; 1 without
     #: history): its machine share is the machine's variance times its square.
     loading: float = 1.0
+    #: In `var` beside the process noise: the drift between sides measured one after the other
+    #: that their rounds cannot see (δ²), and how far a new run wanders from history's level
+    #: (with a pooled baseline). Log variances, named in the text.
+    drift_var: float = 0.0
+    wander_var: float = 0.0
 
     @property
     def scale2(self) -> float:
@@ -115,7 +120,11 @@ class NoiseFloor:
                 )
             elif self.machine_assumed:
                 text += " (assumed: no history or calibration of this runner)"
-        # Named once it shows at the text's precision (`History.loadings`).
+        # Each named once it shows at the text's precision.
+        if self.drift_var >= SHOWN_VAR:
+            text += f"; drift between the jobs ±{expm1_or_inf(math.sqrt(self.drift_var)):.1%}"
+        if self.wander_var >= SHOWN_VAR:
+            text += f"; wander from history's level ±{expm1_or_inf(math.sqrt(self.wander_var)):.1%}"
         if abs(self.loading - 1.0) >= 0.005:
             text += f"; follows x{self.loading:.2f} of the machine's speed"
         if len(self.levels) > 1:
@@ -126,6 +135,9 @@ class NoiseFloor:
             text += f"; baseline: the base side alone ({self.alone_because})"
         return text
 
+
+# A spread of ±0.05% or more shows as ±0.1% in the noise text.
+SHOWN_VAR = 0.0005**2
 
 # n · Var(side level of n rounds) / σ² for normal rounds: Huber's location at k = 1.5 is 96%
 # as efficient as the mean (one or two rounds: the mean itself).
@@ -331,11 +343,9 @@ def build(
         round_weight, machine_weight = weights[key]
         # History's runs are separate jobs: their spread already holds the drift between jobs;
         # a baseline averaged over them also carries how far the benchmarks wander from it.
-        relative = process.var * round_weight + (
-            0.0 if key in history_sigma else drift.get(key, 0.0)
-        )
-        if key in baselines and history.wander is not None:
-            relative += history.wander.var
+        drift_var = 0.0 if key in history_sigma else drift.get(key, 0.0)
+        wander_var = history.wander.var if key in baselines and history.wander is not None else 0.0
+        relative = process.var * round_weight + drift_var + wander_var
         loading = history.loadings.get((key, "time"), 1.0)
         machine_var = machine.var * machine_weight * loading**2
         total = relative + machine_var
@@ -358,6 +368,8 @@ def build(
             relative_df=process.df,
             tail_df=tail,
             loading=loading,
+            drift_var=drift_var,
+            wander_var=wander_var,
         )
     return floors, machine
 
