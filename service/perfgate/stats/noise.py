@@ -180,9 +180,15 @@ def qn_variance(values: np.ndarray) -> Evidence:
     the cautious side but for a few percent (the variance within 7% at 4-8 values, 27% high at
     3; the df lower).
     """
-    n = values.size
-    var = qn_scale(values) ** 2 / (1.0 + 1.0 / n)
-    return Evidence(var=var, df=QN_EFFICIENCY * (n - 1) * n / (n + QN_EFFICIENCY_LAG))
+    return _qn_evidence(qn_scale(values), values.size)
+
+
+def _qn_evidence(scale: float, n: int) -> Evidence:
+    """Qn of n values as a variance with its degrees of freedom (`qn_variance`)."""
+    return Evidence(
+        var=scale**2 / (1.0 + 1.0 / n),
+        df=QN_EFFICIENCY * (n - 1) * n / (n + QN_EFFICIENCY_LAG),
+    )
 
 
 def cross_sections_without_each(values: Sequence[float] | np.ndarray) -> list[Evidence | None]:
@@ -195,9 +201,7 @@ def cross_sections_without_each(values: Sequence[float] | np.ndarray) -> list[Ev
     n = array.size
     if n - 1 < MIN_BENCHMARKS_FOR_CROSS_SECTION:
         return [None] * n
-    df = QN_EFFICIENCY * (n - 2) * (n - 1) / (n - 1 + QN_EFFICIENCY_LAG)
-    scales = qn_scales_without_each(array)
-    return [Evidence(var=float(q) ** 2 / (1.0 + 1.0 / (n - 1)), df=df) for q in scales]
+    return [_qn_evidence(float(q), n - 1) for q in qn_scales_without_each(array)]
 
 
 def round_factors(matrix: np.ndarray) -> np.ndarray | None:
