@@ -1,5 +1,7 @@
-"""How long `compare_documents` takes on two 500-benchmark documents (40 samples each), and how
-long reading what 30 runs of history say about the noise (`noise.history_noise`) takes for them."""
+"""How long `compare_documents` takes on 500-benchmark documents (40 samples each): one a side,
+and three sequential rounds a side (which adds the drift allowance from the cross-section
+without each benchmark, `noise.qn_scales_without_each`, also timed alone); and how long reading
+what 30 runs of history say about the noise (`noise.history_noise`) takes for them."""
 
 from __future__ import annotations
 
@@ -51,6 +53,23 @@ def main() -> None:
     print(
         f"compare 2 x {BENCHMARKS} benchmarks x 40 samples ({len(comparison.results)} results): "
         f"median {statistics.median(seconds):.2f} s, best {min(seconds):.2f} s (target < 5 s)"
+    )
+    # One hour apart each, base first: the sides ran one after the other.
+    rounds = [
+        parse_document(synthetic_document(benchmarks=BENCHMARKS, samples=40, seed=s))
+        for s in range(3, 9)
+    ]
+    base_rounds, head_rounds = rounds[:3], rounds[3:]
+    seconds = _seconds(lambda: compare_documents(base_rounds, head_rounds))
+    print(
+        f"compare 3 sequential rounds a side x {BENCHMARKS} benchmarks: "
+        f"median {statistics.median(seconds):.2f} s, best {min(seconds):.2f} s"
+    )
+    values = np.random.default_rng(0).normal(0.0, 0.03, BENCHMARKS)
+    seconds = _seconds(lambda: noise.qn_scales_without_each(values), repeats=10)
+    print(
+        f"Qn of {BENCHMARKS} values with each left out in turn: "
+        f"median {1000 * statistics.median(seconds):.0f} ms"
     )
     history = _history()
     seconds = _seconds(lambda: noise.history_noise(history))
