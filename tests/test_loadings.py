@@ -9,10 +9,14 @@ from perfgate.stats import noise
 from perfgate.stats.loadings import (
     Slope,
     huber_slope,
-    measured_slope,
     measured_slopes,
     shrunk_loadings,
 )
+
+
+def measured_slope(values: np.ndarray, movement: np.ndarray) -> Slope | None:
+    """One series' slope, fitted alone."""
+    return measured_slopes({0: (values, movement)}).get(0)
 
 
 def test_the_huber_slope_recovers_a_loading_past_an_outlying_run() -> None:

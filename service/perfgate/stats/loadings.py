@@ -75,17 +75,13 @@ def _huber_slopes(values: FloatArray, movement: FloatArray) -> FloatArray:
     return slopes
 
 
-def measured_slope(values: FloatArray, movement: FloatArray) -> Slope | None:
-    """A benchmark's loading on the runs' machine factors, and its sampling variance by the
-    jackknife over runs (one run left out at a time): a run where the benchmark alone landed far
-    off (a slow process, a neighbour on its cache) moves the slope by what it really moves it,
-    which a variance from the residuals' scale, normal in the runs, would not show. None where
-    the factors did not move."""
-    return measured_slopes({0: (values, movement)}).get(0)
-
-
 def measured_slopes(series: Mapping[Key, tuple[FloatArray, FloatArray]]) -> dict[Key, Slope]:
-    """`measured_slope` of every (values, movement) pair, the keys whose factors moved.
+    """Each benchmark's loading on the runs' machine factors, from its (values, movement) pair,
+    and its sampling variance by the jackknife over runs (one run left out at a time): a run
+    where the benchmark alone landed far off (a slow process, a neighbour on its cache) moves
+    the slope by what it really moves it, which a variance from the residuals' scale, normal in
+    the runs, would not show. Keys whose factors did not move (or with fewer than 3 runs) are
+    left out.
 
     Series of one length are fitted together: each one's slope and its n leave-one-out slopes
     are rows of one reweighting, which costs about what one series' jackknife does.
