@@ -155,6 +155,41 @@ def test_qn_with_each_value_left_out_is_qn_of_the_others(n: int) -> None:
     assert noise.cross_sections_without_each([0.1, 0.2, 0.3]) == [None, None, None]
 
 
+@pytest.mark.parametrize("n", [5, 13, 40])
+def test_the_excess_over_equal_variances_is_the_cross_section_less_them(n: int) -> None:
+    rng = np.random.default_rng(n)
+    for _ in range(5):
+        values = rng.normal(0.0, 0.03, n)
+        values[0] += 0.2
+        variances = np.full(n, 0.02**2)
+        excess = noise.excess_variance(values, variances)
+        assert excess == pytest.approx(max(noise.qn_variance(values).var - 0.02**2, 0.0), rel=1e-5)
+        expected = [
+            max(found.var - 0.02**2, 0.0) if found is not None else excess
+            for found in noise.cross_sections_without_each(values)
+        ]
+        alone = noise.excess_variances_without_each(values, variances, excess)
+        assert alone == pytest.approx(expected, rel=1e-5, abs=1e-12)
+
+
+def test_unequal_noise_is_not_an_excess_but_a_shared_one_is_measured() -> None:
+    # Seven benchmarks of 1%, six of 6%, variances known: the cross-section less the median
+    # benchmark's variance reads their mixture as ±2.3% of shared excess on average; each
+    # difference over its own sd reads almost none, and a real one near its size.
+    rng = np.random.default_rng(7)
+    variances = np.asarray([0.01**2] * 7 + [0.06**2] * 6)
+    none, mixture, shared = [], [], []
+    for _ in range(300):
+        values = rng.normal(0.0, np.sqrt(variances))
+        none.append(noise.excess_variance(values, variances))
+        mixture.append(max(noise.qn_variance(values).var - float(np.median(variances)), 0.0))
+        shared.append(
+            noise.excess_variance(rng.normal(0.0, np.sqrt(variances + 0.02**2)), variances)
+        )
+    assert np.mean(none) < 0.25 * np.mean(mixture)
+    assert 0.5 * 0.02**2 < np.mean(shared) < 1.5 * 0.02**2
+
+
 def test_fallback_counts_only_while_evidence_is_thin() -> None:
     default = noise.DEFAULT_PROCESS
     assert noise.with_fallback(None, default) == default
@@ -359,6 +394,18 @@ def test_a_changed_benchmark_does_not_widen_its_own_drift_allowance() -> None:
     # With its own +10% in the cross-section the slowed benchmark widened its own CI, and was
     # found in 11 of these 30; now 17, and no other is called changed.
     found, _ = _sequential_found(range(2100, 2130), sd=0.03)
+    assert found >= 15, found
+
+
+def test_a_quiet_benchmark_among_noisy_ones_keeps_its_own_drift_allowance() -> None:
+    # Seven benchmarks move 1% a process, six 6%; three sequential rounds a side, +10% on a
+    # quiet one. The noisy ones' wider differences were read as drift every benchmark shares
+    # (±2% on the quiet ones) and it was found in 8 of these 20; each over its own sd, 16.
+    noisy = dict.fromkeys(range(7, M), (0.06, 0.005))
+    found = 0
+    for seed in range(2500, 2520):
+        base, head = Suite(seed, sd=0.01, noisy=noisy).sides(3, {3: 1.10}, alternate=False)
+        found += _time(compare_documents(base, head))["b3"].verdict == "regression"
     assert found >= 15, found
 
 

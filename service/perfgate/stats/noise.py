@@ -204,6 +204,67 @@ def cross_sections_without_each(values: Sequence[float] | np.ndarray) -> list[Ev
     return [_qn_evidence(float(q), n - 1) for q in qn_scales_without_each(array)]
 
 
+_TINY_VARIANCE = 1e-18
+_EXCESS_TOLERANCE = 1e-6
+
+
+def excess_variance(values: np.ndarray, variances: np.ndarray) -> float:
+    """The variance δ² that every value shares beyond its own: the smallest δ² ≥ 0 at which
+    the values, each divided by √(its variance + δ²), spread (`qn_variance`) no more than a
+    unit normal.
+
+    Paule and Mandel's random-effects estimate, with Qn for the spread so that a few far-off
+    values do not carry it. Each value keeps its own variance: values of unequal noise spread
+    more across the set than the typical one's variance says, and that is not shared excess.
+    With equal variances p it is the set's `qn_variance` less p, exactly.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    variances = np.maximum(np.asarray(variances, dtype=np.float64), _TINY_VARIANCE)
+
+    def excess(shared: float) -> float:
+        return qn_variance(values / np.sqrt(variances + shared)).var - 1.0
+
+    if values.size < MIN_BENCHMARKS_FOR_CROSS_SECTION or excess(0.0) <= 0.0:
+        return 0.0
+    low, high = 0.0, max(qn_variance(values).var, float(np.max(variances)))
+    # Qn of the scaled values falls as δ² grows, though not strictly everywhere (two values of
+    # one sign and unequal variances can draw apart): widen until it is under 1, then bisect.
+    for _ in range(60):
+        if excess(high) <= 0.0:
+            break
+        low, high = high, 2.0 * high
+    while high - low > _EXCESS_TOLERANCE * high:
+        middle = 0.5 * (low + high)
+        if excess(middle) > 0.0:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+def excess_variances_without_each(
+    values: np.ndarray, variances: np.ndarray, excess: float
+) -> np.ndarray:
+    """`excess_variance` of the values with each one left out in turn, from the whole set's
+    `excess`: one Newton step from it, on the leave-one-out Qn of the values scaled at it.
+
+    Exact where the variances are equal (Qn² of values scaled by one factor scales by its
+    square); where they differ, the step is the first-order change, which spares a bisection
+    per value (a comparison of 500 benchmarks would take minutes). At least 0.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    variances = np.maximum(np.asarray(variances, dtype=np.float64), _TINY_VARIANCE)
+    scale = variances + excess
+    left_out = cross_sections_without_each(values / np.sqrt(scale))
+    typical = float(np.median(scale))
+    return np.asarray(
+        [
+            max(excess + (found.var - 1.0) * typical, 0.0) if found is not None else excess
+            for found in left_out
+        ]
+    )
+
+
 def round_factors(matrix: np.ndarray) -> np.ndarray | None:
     """Each round's machine speed factor from a (benchmarks x rounds) matrix of log medians.
 

@@ -304,19 +304,21 @@ def build(
         "runner's pooled scale" if own else ("cross-section" if cross is not None else "default")
     )
     # Drift the rounds cannot see when the sides ran one after the other: the benchmarks
-    # disagree with each other more than their rounds predict. A benchmark's own difference
-    # may narrow its allowance but never widen it (the smaller of the cross-section with and
-    # without it): a changed one would otherwise widen its own CI by its change, and one among
-    # many that moved together narrows the spread inside their group. Alternating sides share
-    # drift, and a benchmark with history has it measured (below).
+    # disagree with each other more than their rounds predict, each by its own (a noisy
+    # benchmark's wider difference is its own noise, not drift the quiet ones share). A
+    # benchmark's own difference may narrow its allowance but never widen it (the smaller of
+    # the excess with and without it): a changed one would otherwise widen its own CI by its
+    # change, and one among many that moved together narrows the spread inside their group.
+    # Alternating sides share drift, and a benchmark with history has it measured (below).
     drift: dict[str, float] = {}
     if own and cross is not None and not shape.alternated:
-        predicted = float(
-            np.median([moderated.get((k, "time"), prior).var * weights[k][0] for k in keys])
+        values = np.asarray([differences[key] for key in keys])
+        predicted = np.asarray(
+            [moderated.get((k, "time"), prior).var * weights[k][0] for k in keys]
         )
-        others = noise.cross_sections_without_each([differences[key] for key in keys])
-        for key, found in zip(keys, others, strict=True):
-            drift[key] = max(min((found or cross).var, cross.var) - predicted, 0.0)
+        excess = noise.excess_variance(values, predicted)
+        alone = noise.excess_variances_without_each(values, predicted, excess)
+        drift = {key: min(excess, float(other)) for key, other in zip(keys, alone, strict=True)}
 
     machine, machine_assumed = _machine(factors, shape, history, calibration)
     # How heavy the tails are (each benchmark's from history, shrunk towards the runner's; else
