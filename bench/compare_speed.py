@@ -1,7 +1,8 @@
 """How long `compare_documents` takes on 500-benchmark documents (40 samples each): one a side,
-and three sequential rounds a side (which adds the drift allowance from the cross-section
-without each benchmark, `noise.qn_scales_without_each`, also timed alone); and how long reading
-what 30 runs of history say about the noise (`noise.history_noise`) takes for them."""
+and three sequential rounds a side (which adds the drift allowance: `noise.excess_variance` and
+`noise.excess_variances_without_each`, also timed alone, on benchmarks of unequal noise); and
+how long reading what 30 runs of history say about the noise (`noise.history_noise`) takes for
+them."""
 
 from __future__ import annotations
 
@@ -65,10 +66,17 @@ def main() -> None:
         f"compare 3 sequential rounds a side x {BENCHMARKS} benchmarks: "
         f"median {statistics.median(seconds):.2f} s, best {min(seconds):.2f} s"
     )
-    values = np.random.default_rng(0).normal(0.0, 0.03, BENCHMARKS)
-    seconds = _seconds(lambda: noise.qn_scales_without_each(values), repeats=10)
+    rng = np.random.default_rng(0)
+    variances = rng.uniform(0.01, 0.05, BENCHMARKS) ** 2
+    values = rng.normal(0.0, np.sqrt(variances + 0.02**2))
+
+    def drift() -> object:
+        excess = noise.excess_variance(values, variances)
+        return noise.excess_variances_without_each(values, variances, excess)
+
+    seconds = _seconds(drift, repeats=10)
     print(
-        f"Qn of {BENCHMARKS} values with each left out in turn: "
+        f"the drift allowance of {BENCHMARKS} benchmarks, each left out in turn: "
         f"median {1000 * statistics.median(seconds):.0f} ms"
     )
     history = _history()
