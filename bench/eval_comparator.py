@@ -582,7 +582,13 @@ def evaluate_pair(
     suite = {keys[i] for i in pick.choice(len(keys), round(SUITE_SHARE * len(keys)), False)}
     out: dict[str, Any] = {"chosen": chosen, "steady": bool(source.steady[keys.index(chosen)])}
 
-    aa = _time_verdicts(_compare(pair, pair.head))
+    aa_comparison = _compare(pair, pair.head)
+    aa = _time_verdicts(aa_comparison)
+    # What CI sees of an A/A pair: whether `--fail-on-regression` fails it (any benchmark, or
+    # the suite as a whole), and whether the suite as a whole was called changed.
+    out["aa_gate_fails"] = bool(aa_comparison.has_regression())
+    common = aa_comparison.common_factor
+    out["aa_suite_changed"] = common is not None and common.verdict in ALARMS
     out["aa_results"] = len(aa)
     out["aa_alarms"] = sum(r.verdict in ALARMS for r in aa.values())
     out["aa_flags"] = sum(getattr(r, "flag", None) == "possible_regression" for r in aa.values())
@@ -767,6 +773,10 @@ class Row:
         out["false_alarms_ci"] = rate_interval(alarms, results)
         out["pairs_with_alarm"] = float(np.mean([o["aa_alarms"] > 0 for o in good]))
         out["flag_rate"] = sum(o["aa_flags"] for o in good) / max(results, 1)
+        # Older files lack these two; a row without them shows "–".
+        if all("aa_gate_fails" in o for o in good):
+            out["aa_gate_fails"] = sum(o["aa_gate_fails"] for o in good)
+            out["aa_suite_changed"] = sum(o["aa_suite_changed"] for o in good)
         for effect in EFFECTS:
             out[f"power_{effect}"] = float(np.mean([o[f"found_{effect}"] for o in good]))
             out[f"flagged_{effect}"] = float(np.mean([o[f"flagged_{effect}"] for o in good]))
@@ -844,21 +854,39 @@ def pooled(summaries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "results": results,
                 "false_alarms": alarms / max(results, 1),
                 "false_alarms_ci": rate_interval(alarms, results),
+                **_pooled_gate(rows),
             }
         )
     return out
 
 
+def _pooled_gate(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A/A pairs whose gate failed, pooled (only where every row counted them)."""
+    if not all("aa_gate_fails" in r for r in rows):
+        return {}
+    fails = sum(int(r["aa_gate_fails"]) for r in rows)
+    pairs = sum(int(r["pairs"]) for r in rows)
+    return {"gate_fails": fails, "pairs": pairs, "gate_fails_ci": rate_interval(fails, pairs)}
+
+
 def render_pooled(pools: Sequence[Mapping[str, Any]]) -> str:
     lines = [
-        "| setting | data | rows | alarms / A/A results | false alarms (95% CI) |",
-        "|---|---|---|---|---|",
+        "| setting | data | rows | alarms / A/A results | false alarms (95% CI) "
+        "| A/A pairs whose gate failed (95% CI) |",
+        "|---|---|---|---|---|---|",
     ]
     for p in pools:
         low, high = p["false_alarms_ci"]
+        gate = "–"
+        if "gate_fails" in p:
+            g_low, g_high = p["gate_fails_ci"]
+            gate = (
+                f"{p['gate_fails']} / {p['pairs']} = {p['gate_fails'] / max(p['pairs'], 1):.1%} "
+                f"({g_low:.1%}–{g_high:.1%})"
+            )
         lines.append(
             f"| {p['setting']} | {p['kind']} | {p['rows']} | {p['alarms']} / {p['results']} | "
-            f"{p['false_alarms']:.2%} ({low:.2%}–{high:.2%}) |"
+            f"{p['false_alarms']:.2%} ({low:.2%}–{high:.2%}) | {gate} |"
         )
     return "\n".join(lines)
 
@@ -914,6 +942,12 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value:.1%}"
 
 
+def _gate_cell(summary: Mapping[str, Any]) -> str:
+    if "aa_gate_fails" not in summary:
+        return "–"
+    return f"{summary['aa_gate_fails']} / {summary['aa_suite_changed']}"
+
+
 def render(summaries: Sequence[Mapping[str, Any]]) -> str:
     short = {
         "asv": "asv",
@@ -924,14 +958,14 @@ def render(summaries: Sequence[Mapping[str, Any]]) -> str:
     head = (
         "| data | setting | pairs | false alarms | +10% | +25% | +50% | oracle (effect) | "
         "perfgate/oracle | contract bound (nothing subtracted) | perfgate/bound | "
-        "60% suite: fails / untouched changed | flag A/A | "
+        "60% suite: fails / untouched changed | flag A/A | A/A pairs: gate fails / suite changed | "
         + " | ".join(f"{label} FA / +25%" for label in short.values())
         + " |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for s in summaries:
         if not s["pairs"]:
-            lines.append(f"| {s['data']} | {s['setting']} | 0 ({s['errors']} errors) |" + " |" * 15)
+            lines.append(f"| {s['data']} | {s['setting']} | 0 ({s['errors']} errors) |" + " |" * 16)
             continue
         target = s["target_effect"]
         anchor_cells = [
@@ -951,8 +985,7 @@ def render(summaries: Sequence[Mapping[str, Any]]) -> str:
             f"{_pct(s['oracle'].get(f'power_{target}'))} (+{target:.0%}) | {ratio} | "
             f"{contract_cells} | "
             f"{s['suite_fails']:.0%} / {s['suite_untouched_changed']} | {s['flag_rate']:.1%} | "
-            + " | ".join(anchor_cells)
-            + " |"
+            f"{_gate_cell(s)} | " + " | ".join(anchor_cells) + " |"
         )
     return "\n".join(lines)
 

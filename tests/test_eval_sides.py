@@ -85,6 +85,31 @@ def test_false_alarms_pool_per_setting_and_kind() -> None:
     assert low < 6 / 520 < high
 
 
+def test_gate_failures_pool_per_setting_only_where_every_row_counted_them() -> None:
+    def row(data: str, gate: int | None) -> dict[str, object]:
+        out: dict[str, object] = {
+            "data": data,
+            "kind": "recorded",
+            "setting": "1 round",
+            "pairs": 12,
+            "aa_alarms": 1,
+            "aa_results": 156,
+        }
+        if gate is not None:
+            out["aa_gate_fails"], out["aa_suite_changed"] = gate, 0
+        return out
+
+    (counted,) = ec.pooled([row("pinned", 2), row("avx512", 1)])
+    assert (counted["gate_fails"], counted["pairs"]) == (3, 24)
+    low, high = counted["gate_fails_ci"]
+    assert low < 3 / 24 < high
+    assert "3 / 24 = 12.5%" in ec.render_pooled([counted])
+    # A file written before the gate was counted pools its alarms and shows no gate figure.
+    (older,) = ec.pooled([row("pinned", 2), row("avx512", None)])
+    assert "gate_fails" not in older
+    assert ec.render_pooled([older]).rstrip().endswith("| – |")
+
+
 class _MachineMoves(ec.Source):
     """A/A sequences where a shared machine speed moves every benchmark 5% a round."""
 
