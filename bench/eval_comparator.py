@@ -1,6 +1,6 @@
 """How often `perfgate compare` cries wolf and how often it finds a slowdown, on many noise shapes.
 
-    python bench/eval_comparator.py eval                 # everything (~30 min on 2 cores)
+    python bench/eval_comparator.py eval                 # everything (~11 min on 2 cores)
     python bench/eval_comparator.py eval --quick         # a smoke run (< 2 min)
     python bench/eval_comparator.py eval --shapes gauss-3 mixed --data none --pairs 20
     python bench/eval_comparator.py eval --shapes none --data interleaved --settings 3alt
@@ -20,7 +20,8 @@ rounds a side one after the other, three a side alternating (base, head, base, .
 side with the 24 rounds before the base as the base branch's history, and one round a side with a
 calibration record of the runner (`perfgate.stats.calibration.calibrate` of the 10 rounds before
 the base, as A/A rounds of one commit). Per pair it runs
-`compare_documents` as perfgate does on: A/A (false alarms, possible-regression flags), one
+`compare_documents` as perfgate does on: A/A (false alarms, possible-regression flags, whether
+the gate fails and whether the suite as a whole is called changed), one
 benchmark slowed +10/+25/+50% (power, collateral alarms), and 60% of the suite slowed +25% (does
 the gate fail; are the untouched benchmarks left alone). The same pairs go through other tools'
 rules (`bench/anchors.py`), and every row gets an oracle bound: the best power any cutoff on the

@@ -7,7 +7,10 @@ machine was busy). The archive holds them as compact JSON under those names; `SH
 the archives is checked with `sha256sum -c` and by tests/test_recordings.py.
 
     python bench/recordings.py pack FOLDER [--out bench/data/comparator]   # a recorded folder
-    python bench/recordings.py list                                        # what is there
+    python bench/recordings.py list [--noise]                              # what is there
+
+`list --noise` adds how far each set's jobs move: the typical benchmark (and the range over
+benchmarks) after each job's machine factor, and the machine factor itself.
 """
 
 from __future__ import annotations
@@ -16,12 +19,15 @@ import argparse
 import hashlib
 import io
 import json
+import math
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from perfgate.results import ResultsDocument, parse_document_bytes
 
@@ -98,6 +104,42 @@ def pack(folder: Path, out: Path) -> Path:
     return archive
 
 
+@dataclass(frozen=True)
+class JobSpreads:
+    """How far a set's jobs move, as log standard deviations."""
+
+    #: Each benchmark's spread from job to job after each job's machine factor.
+    benchmarks: np.ndarray
+    #: The machine factors' spread, less what the median of the benchmarks' own spreads adds
+    #: to it (pi/2 s^2 / M for M benchmarks of spread s).
+    machine: float
+
+
+def job_spreads(logs: np.ndarray) -> JobSpreads:
+    """From a (jobs x benchmarks) matrix of log medians: a job's machine factor is the median
+    over benchmarks of how far each sat from its own median, as the comparator takes it."""
+    deviations = logs - np.median(logs, axis=0)
+    factors = np.median(deviations, axis=1)
+    own = (deviations - factors[:, None]).std(axis=0, ddof=1)
+    share = math.pi / 2 * float(np.median(own)) ** 2 / logs.shape[1]
+    return JobSpreads(own, math.sqrt(max(float(factors.var(ddof=1)) - share, 0.0)))
+
+
+def _time_logs(rec: Recording) -> np.ndarray:
+    """Each job's log median time per benchmark (all its rounds' samples), benchmarks that
+    every job timed."""
+    rows: list[dict[str, float]] = []
+    for job in rec.jobs():
+        row = {}
+        for bench in job.benchmarks:
+            time = bench.metrics.get("time")
+            if not bench.error and time is not None and time.samples:
+                row[bench.key] = math.log(float(np.median(time.samples)))
+        rows.append(row)
+    keys = sorted(set.intersection(*(set(r) for r in rows)))
+    return np.asarray([[r[k] for k in keys] for r in rows])
+
+
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -113,14 +155,23 @@ def main() -> None:
     packer = sub.add_parser("pack", help="archive a recorded folder and refresh SHA256SUMS")
     packer.add_argument("folder", type=Path)
     packer.add_argument("--out", type=Path, default=RECORDED)
-    sub.add_parser("list", help="the datasets, their jobs and sizes")
+    lister = sub.add_parser("list", help="the datasets, their jobs and sizes")
+    lister.add_argument("--noise", action="store_true", help="how far each set's jobs move")
     args = parser.parse_args()
     if args.command == "pack":
         print(pack(args.folder, args.out))
         return
     for rec in recordings():
         jobs = rec.job_names()
-        print(f"{rec.name:22} {len(jobs):3} jobs  {rec.path.stat().st_size / 1e6:5.2f} MB")
+        line = f"{rec.name:22} {len(jobs):3} jobs  {rec.path.stat().st_size / 1e6:5.2f} MB"
+        if args.noise:
+            spreads = job_spreads(_time_logs(rec))
+            own = np.expm1(spreads.benchmarks)
+            line += (
+                f"  a job: typical benchmark {np.median(own):5.1%} "
+                f"({own.min():.1%}-{own.max():.1%}), machine {math.expm1(spreads.machine):.1%}"
+            )
+        print(line)
 
 
 if __name__ == "__main__":
