@@ -669,6 +669,29 @@ def test_a_shift_every_benchmark_shares_beyond_the_machines_history_is_the_suite
     assert not any(results[f"b{i}"].verdict == "regression" for i in range(1, M))
 
 
+def test_a_suite_finding_on_the_assumed_machine_spread_says_so_and_how_to_learn_it() -> None:
+    # One job a side, no history or calibration: the suite's finding is judged against the
+    # documented default machine spread, and the note a reader sees names `perfgate calibrate`.
+    suite = Suite(975, sd=0.01)
+    base, head = suite.sides(1, dict.fromkeys(range(M), 1.30), alternate=False)
+    comparison = compare_documents(base, head)
+    common = comparison.common_factor
+    assert common is not None and common.verdict == "regression"
+    assert "assumed: no history or calibration" in common.noise
+    assert any(
+        w.startswith("regression across the suite") and "`perfgate calibrate` measures it" in w
+        for w in comparison.warnings
+    )
+    # With history the spread is measured: nothing is said to be assumed.
+    history = _history(suite, 24)
+    base = [suite.process(commit="a" * 40)]
+    head = [suite.process(dict.fromkeys(range(M), 1.30), commit="c" * 40)]
+    comparison = compare_documents(base, head, history=history)
+    assert comparison.common_factor is not None
+    assert "assumed" not in comparison.common_factor.noise
+    assert not any("perfgate calibrate" in w for w in comparison.warnings)
+
+
 def test_a_side_whose_benchmarks_went_each_their_own_way_is_read_as_a_disturbed_machine() -> None:
     # The head job ran on a disturbed machine: most of the suite +30%, two benchmarks clearly
     # faster, far beyond what 24 runs of history ever showed the machine do. No benchmark's

@@ -163,6 +163,12 @@ def _round_factors(side: Mapping[str, _Bench], keys: Sequence[str]) -> np.ndarra
     return noise.round_factors(np.asarray(per_key))
 
 
+# Where the suite's finding rests on the documented default machine spread (docs/comparator.md).
+_ASSUMED_MACHINE = (
+    " assumed: no history or calibration of this runner (`perfgate calibrate` measures it)"
+)
+
+
 def _common_finding(
     differences: Mapping[str, float],
     floors: Mapping[str, NoiseFloor],
@@ -190,6 +196,12 @@ def _common_finding(
     ratio = exp_or_inf(log_ratio)
     threshold = settings.threshold
     change = f"{ratio - 1:+.1%} (95% CI {low - 1:+.1%} to {high - 1:+.1%})"
+    noise_text = (
+        f"the machine's speed (±{expm1_or_inf(math.sqrt(machine_var)):.1%} between the sides)"
+    )
+    if all(f.machine_assumed for f in floors.values()):
+        # The suite's finding rests on this spread alone: say it is assumed, and how to learn it.
+        noise_text += f",{_ASSUMED_MACHINE}"
     verdict: Verdict
     if low > 1 + threshold:
         verdict, reason = "regression", f"the suite got slower: the median benchmark {change}"
@@ -208,9 +220,7 @@ def _common_finding(
         benchmarks=int(values.size),
         verdict=verdict,
         reason=reason,
-        noise=(
-            f"the machine's speed (±{expm1_or_inf(math.sqrt(machine_var)):.1%} between the sides)"
-        ),
+        noise=noise_text,
     )
 
 
@@ -465,10 +475,13 @@ def compare_documents(
         if common.verdict in ("regression", "improvement"):
             moved = [r.key for r in results if r.metric == "time" and r.verdict == common.verdict]
             common = replace(common, affected=tuple(moved))
-            notes.append(
+            note = (
                 f"{common.verdict} across the suite: {common.reason}; {len(moved)} of "
                 f"{common.benchmarks} benchmarks are a {common.verdict} on their own"
             )
+            if common.noise.endswith(_ASSUMED_MACHINE):
+                note += f"; the machine's spread between jobs is{_ASSUMED_MACHINE}"
+            notes.append(note)
 
     return Comparison(
         base=_side_info(base_docs, base_label),
