@@ -117,7 +117,8 @@ class JobSpreads:
 
 def job_spreads(logs: np.ndarray) -> JobSpreads:
     """From a (jobs x benchmarks) matrix of log medians: a job's machine factor is the median
-    over benchmarks of how far each sat from its own median, as the comparator takes it."""
+    over benchmarks of how far each sat from its own median, as the comparator's history takes
+    it before looking for steps (a recorded set is identical code: it has none)."""
     deviations = logs - np.median(logs, axis=0)
     factors = np.median(deviations, axis=1)
     own = (deviations - factors[:, None]).std(axis=0, ddof=1)

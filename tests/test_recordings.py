@@ -43,7 +43,7 @@ def test_packing_is_reproducible(tmp_path: Path) -> None:
 
 
 def test_job_spreads_separate_the_machine_from_each_benchmarks_own_movement() -> None:
-    # 400 jobs of 13 benchmarks: each moves 5% on its own, the machine 3% under all of them.
+    # 400 jobs of 13 benchmarks: each moves 2-8% on its own, the machine 3% under all of them.
     rng = np.random.default_rng(7)
     own = np.linspace(0.02, 0.08, 13)
     logs = rng.normal(0.0, 0.03, (400, 1)) + rng.normal(0.0, 1.0, (400, 13)) * own

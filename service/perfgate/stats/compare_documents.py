@@ -169,6 +169,11 @@ _ASSUMED_MACHINE = (
 )
 
 
+def _machine_assumed(floors: Mapping[str, NoiseFloor]) -> bool:
+    """Whether the suite's machine spread is the documented default, nothing measured."""
+    return bool(floors) and all(f.machine_assumed for f in floors.values())
+
+
 def _common_finding(
     differences: Mapping[str, float],
     floors: Mapping[str, NoiseFloor],
@@ -199,7 +204,7 @@ def _common_finding(
     noise_text = (
         f"the machine's speed (±{expm1_or_inf(math.sqrt(machine_var)):.1%} between the sides)"
     )
-    if all(f.machine_assumed for f in floors.values()):
+    if _machine_assumed(floors):
         # The suite's finding rests on this spread alone: say it is assumed, and how to learn it.
         noise_text += f",{_ASSUMED_MACHINE}"
     verdict: Verdict
@@ -479,7 +484,7 @@ def compare_documents(
                 f"{common.verdict} across the suite: {common.reason}; {len(moved)} of "
                 f"{common.benchmarks} benchmarks are a {common.verdict} on their own"
             )
-            if common.noise.endswith(_ASSUMED_MACHINE):
+            if _machine_assumed(learnt_floors):
                 note += f"; the machine's spread between jobs is{_ASSUMED_MACHINE}"
             notes.append(note)
 
