@@ -165,7 +165,7 @@ def _round_factors(side: Mapping[str, _Bench], keys: Sequence[str]) -> np.ndarra
 
 # Where the suite's finding rests on the documented default machine spread (docs/comparator.md).
 _ASSUMED_MACHINE = (
-    " assumed: no history or calibration of this runner (`perfgate calibrate` measures it)"
+    "assumed: no history or calibration of this runner (`perfgate calibrate` measures it)"
 )
 
 
@@ -206,7 +206,7 @@ def _common_finding(
     )
     if _machine_assumed(floors):
         # The suite's finding rests on this spread alone: say it is assumed, and how to learn it.
-        noise_text += f",{_ASSUMED_MACHINE}"
+        noise_text += f", {_ASSUMED_MACHINE}"
     verdict: Verdict
     if low > 1 + threshold:
         verdict, reason = "regression", f"the suite got slower: the median benchmark {change}"
@@ -485,7 +485,7 @@ def compare_documents(
                 f"{common.benchmarks} benchmarks are a {common.verdict} on their own"
             )
             if _machine_assumed(learnt_floors):
-                note += f"; the machine's spread between jobs is{_ASSUMED_MACHINE}"
+                note += f"; the machine's spread between jobs is {_ASSUMED_MACHINE}"
             notes.append(note)
 
     return Comparison(
