@@ -597,6 +597,24 @@ def test_the_runners_tails_are_learnt_from_its_history() -> None:
     assert width(2.5) > 1.3 * width(None)
 
 
+def test_process_modes_in_history_are_neither_the_runners_tails_nor_its_wander() -> None:
+    # Three of thirteen benchmarks land 2x slow in about one process of seven; the rest are
+    # steady at 2%. Their jumps between levels are modes, not tails: counted as tails they set
+    # the runner's weight at 1.5 df and its wander near +-3%, and a steady benchmark's +12% read
+    # "not significant". The modal benchmarks keep the tails their history shows as it is.
+    suite = Suite(720, sd=0.02)
+    slow = np.random.default_rng(720).random((24, 3)) < 0.15
+    history = _history_of(suite, 24, lambda i: {j: 2.0 for j in range(3) if slow[i, j]})
+    found = noise.history_noise(history)
+    assert found.tail is not None and found.tail >= 10
+    assert all(found.tails[(f"b{j}", "time")] >= 5 for j in range(3, M))
+    assert all(found.tails[(f"b{j}", "time")] <= 3 for j in range(3))
+    assert found.wander is not None and math.sqrt(found.wander.var) < 0.01
+    base, head = [suite.process(commit="a" * 40)], [suite.process({5: 1.12}, commit="c" * 40)]
+    result = _time(compare_documents(base, head, history=history))["b5"]
+    assert result.verdict == "regression", result.reason
+
+
 def test_a_tail_the_runner_shares_is_taken_no_heavier_than_3_df() -> None:
     # A calibration whose heaviest benchmarks set the runner's one tail weight at 1.5 df: a t
     # that heavy with the false-discovery correction would need a change of some twenty spreads.

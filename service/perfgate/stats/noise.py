@@ -28,7 +28,7 @@ from scipy import special
 
 from perfgate.stats.changepoints import detect_change_points
 from perfgate.stats.loadings import measured_slopes, shrunk_loadings
-from perfgate.stats.modes import speed_levels
+from perfgate.stats.modes import speed_levels, within_offsets
 from perfgate.stats.shared_movement import medians_without_each
 
 MetricKey = tuple[str, str]
@@ -383,12 +383,15 @@ class History:
     runs: int
     #: The spread of the runs' machine factors (None with too little history).
     machine: Evidence | None
-    #: The runner's tail weight (`tail_df`) in these runs, None with too few of them.
+    #: The runner's tail weight (`tail_df`) in these runs, inside each benchmark's speed levels
+    #: (`inside_levels`); None with too few of them.
     tail: float | None = None
-    #: Each metric's own tail weight, shrunk towards the runner's (`tail_dfs`).
+    #: Each metric's own tail weight, shrunk towards the runner's (`tail_dfs`); a metric with
+    #: speed levels keeps the weight of its values as they are, its jumps included.
     tails: dict[MetricKey, float] = field(default_factory=dict)
     #: How much further a new run sits from the level of the runs before it than their spread
-    #: predicts (variance, log): the benchmarks' slow wander, with df (`wander`).
+    #: predicts (variance, log), inside the speed levels: the benchmarks' slow wander, with df
+    #: (`wander`).
     wander: Evidence | None = None
     #: Each timed metric's loading on the runs' machine factors (`loadings.shrunk_loadings`):
     #: how much of the machine's speed it follows, 1 for the typical benchmark.
@@ -477,7 +480,18 @@ def history_noise(runs: Sequence[PastRun]) -> History:
             metrics[key] = found
     machine = Evidence.of(per_run) if len(timed) >= MIN_BENCHMARKS_FOR_COMMON else None
     timed_segments = {key: parts for key, parts in segments.items() if key[1] == "time"}
-    tail, tails = tail_dfs(timed_segments)
+    # Tails and wander are measured inside each benchmark's speed levels: a process mode's jumps
+    # between levels counted as tails set the runner's weight near 1.5 df, and every steady
+    # benchmark's +10% read "not significant" (docs/comparator.md, "Tails").
+    inside = {key: inside_levels(parts) for key, parts in timed_segments.items()}
+    tail, tails = tail_dfs(inside)
+    # A benchmark with levels keeps the tail weight of its values as they are: with a few runs
+    # a level its tails cannot be measured inside them, and on recorded runners a process lands
+    # further from a level than a fit inside a few levels says.
+    _, as_recorded = tail_dfs(timed_segments)
+    for key, levelled in inside.items():
+        if levelled is not timed_segments[key] and key in as_recorded:
+            tails[key] = as_recorded[key]
     return History(
         metrics=metrics,
         segments=segments,
@@ -486,9 +500,20 @@ def history_noise(runs: Sequence[PastRun]) -> History:
         machine=machine,
         tail=tail,
         tails=tails,
-        wander=wander(timed_segments),
+        wander=wander(inside),
         loadings=loadings,
     )
+
+
+def inside_levels(parts: Sequence[np.ndarray]) -> Sequence[np.ndarray]:
+    """A metric's segments with its process modes taken out: each value's deviation from the
+    nearest of the speed levels its current (last) segment shows, the levels placed in each
+    segment where they fit it best (`modes.within_offsets`). `parts` itself without levels."""
+    levels = speed_levels(parts[-1]) if parts else []
+    if len(levels) < 2:
+        return parts
+    offsets = [level - levels[0] for level in levels]
+    return [within_offsets(part, offsets) if part.size else part for part in parts]
 
 
 def _within_segments(
