@@ -482,16 +482,21 @@ def history_noise(runs: Sequence[PastRun]) -> History:
     timed_segments = {key: parts for key, parts in segments.items() if key[1] == "time"}
     # Tails and wander are measured inside each benchmark's speed levels: a process mode's jumps
     # between levels counted as tails set the runner's weight near 1.5 df, and every steady
-    # benchmark's +10% read "not significant" (docs/comparator.md, "Tails").
+    # benchmark's +10% read "not significant" (docs/comparator.md, "Tails inside speed levels").
     inside = {key: inside_levels(parts) for key, parts in timed_segments.items()}
-    tail, tails = tail_dfs(inside)
-    # A benchmark with levels keeps the tail weight of its values as they are: with a few runs
-    # a level its tails cannot be measured inside them, and on recorded runners a process lands
-    # further from a level than a fit inside a few levels says.
-    _, as_recorded = tail_dfs(timed_segments)
-    for key, levelled in inside.items():
-        if levelled is not timed_segments[key] and key in as_recorded:
-            tails[key] = as_recorded[key]
+    levelled = {key for key, parts in inside.items() if parts is not timed_segments[key]}
+    tail: float | None = None
+    tails: dict[MetricKey, float] = {}
+    tables = tail_tables(inside)
+    if tables is not None:
+        # A benchmark with levels keeps the tail weight of its values as they are, shrunk
+        # towards the runner's raw one: with a few runs a level its tails cannot be measured
+        # inside them, and on recorded runners a process lands further from a level than a fit
+        # inside a few levels says.
+        raw = tail_tables({key: timed_segments[key] for key in levelled}, least=0) or {}
+        tail, tails = tails_from(tables)
+        _, as_recorded = tails_from({**tables, **raw})
+        tails.update({key: as_recorded[key] for key in raw})
     return History(
         metrics=metrics,
         segments=segments,
@@ -693,17 +698,31 @@ def tail_dfs(
     metric with little to say takes the runner's weight and one with clear tails (or clearly
     none) keeps its own. Both are (None, {}) below `MIN_TAIL_VALUES` values.
     """
+    tables = tail_tables(groups)
+    return (None, {}) if tables is None else tails_from(tables)
+
+
+def tail_tables(
+    groups: Mapping[MetricKey, Sequence[np.ndarray]], least: int = MIN_TAIL_VALUES
+) -> dict[MetricKey, np.ndarray] | None:
+    """Each metric's log-likelihood of its segments of at least 6 values under a t of each
+    `_TAIL_GRID` df (free location and scale per segment); None below `least` values."""
     usable = {
         key: [np.asarray(g, dtype=np.float64) for g in parts if len(g) >= 6]
         for key, parts in groups.items()
     }
     usable = {key: parts for key, parts in usable.items() if parts}
-    if sum(g.size for parts in usable.values() for g in parts) < MIN_TAIL_VALUES:
-        return None, {}
-    tables = {
+    if sum(g.size for parts in usable.values() for g in parts) < least:
+        return None
+    return {
         key: np.asarray([sum(_t_loglik(g, nu) for g in parts) for nu in _TAIL_GRID])
         for key, parts in usable.items()
     }
+
+
+def tails_from(tables: Mapping[MetricKey, np.ndarray]) -> tuple[float, dict[MetricKey, float]]:
+    """The runner's tail weight from `tail_tables` and each metric's, shrunk towards it (the
+    runner's average table as a prior, worth one metric's data)."""
     total = np.sum(list(tables.values()), axis=0)
     prior = total / len(tables)
     runner = _TAIL_GRID[int(np.argmax(total))]
