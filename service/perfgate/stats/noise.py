@@ -396,6 +396,9 @@ class History:
     #: Each timed metric's loading on the runs' machine factors (`loadings.shrunk_loadings`):
     #: how much of the machine's speed it follows, 1 for the typical benchmark.
     loadings: dict[MetricKey, float] = field(default_factory=dict)
+    #: Each timed metric's speed levels in its current segment, as log offsets from the fastest
+    #: (`modes.speed_levels`), where it shows more than one.
+    levels: dict[MetricKey, tuple[float, ...]] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, runs: int = 0) -> History:
@@ -483,8 +486,15 @@ def history_noise(runs: Sequence[PastRun]) -> History:
     # Tails and wander are measured inside each benchmark's speed levels: a process mode's jumps
     # between levels counted as tails set the runner's weight near 1.5 df, and every steady
     # benchmark's +10% read "not significant" (docs/comparator.md, "Tails inside speed levels").
-    inside = {key: inside_levels(parts) for key, parts in timed_segments.items()}
-    levelled = {key for key, parts in inside.items() if parts is not timed_segments[key]}
+    levels = {
+        key: offsets
+        for key, parts in timed_segments.items()
+        if len(offsets := level_offsets(parts[-1])) > 1
+    }
+    inside = {
+        key: inside_levels(parts, levels[key]) if key in levels else parts
+        for key, parts in timed_segments.items()
+    }
     tail: float | None = None
     tails: dict[MetricKey, float] = {}
     tables = tail_tables(inside)
@@ -493,7 +503,7 @@ def history_noise(runs: Sequence[PastRun]) -> History:
         # towards the runner's raw one: with a few runs a level its tails cannot be measured
         # inside them, and on recorded runners a process lands further from a level than a fit
         # inside a few levels says.
-        raw = tail_tables({key: timed_segments[key] for key in levelled}, least=0) or {}
+        raw = tail_tables({key: timed_segments[key] for key in levels}, least=0) or {}
         tail, tails = tails_from(tables)
         _, as_recorded = tails_from({**tables, **raw})
         tails.update({key: as_recorded[key] for key in raw})
@@ -507,17 +517,20 @@ def history_noise(runs: Sequence[PastRun]) -> History:
         tails=tails,
         wander=wander(inside),
         loadings=loadings,
+        levels=levels,
     )
 
 
-def inside_levels(parts: Sequence[np.ndarray]) -> Sequence[np.ndarray]:
+def level_offsets(values: np.ndarray) -> tuple[float, ...]:
+    """The speed levels of `values` (`modes.speed_levels`) as log offsets from the fastest."""
+    levels = speed_levels(values)
+    return tuple(level - levels[0] for level in levels) if levels else ()
+
+
+def inside_levels(parts: Sequence[np.ndarray], offsets: Sequence[float]) -> list[np.ndarray]:
     """A metric's segments with its process modes taken out: each value's deviation from the
-    nearest of the speed levels its current (last) segment shows, the levels placed in each
-    segment where they fit it best (`modes.within_offsets`). `parts` itself without levels."""
-    levels = speed_levels(parts[-1]) if parts else []
-    if len(levels) < 2:
-        return parts
-    offsets = [level - levels[0] for level in levels]
+    nearest of its speed levels (`offsets` from the fastest), the levels placed in each segment
+    where they fit it best (`modes.within_offsets`)."""
     return [within_offsets(part, offsets) if part.size else part for part in parts]
 
 

@@ -33,7 +33,7 @@ from scipy import stats as scipy_stats
 
 from perfgate.stats import noise
 from perfgate.stats.calibration import Calibration
-from perfgate.stats.modes import speed_levels, within_offsets
+from perfgate.stats.modes import within_offsets
 from perfgate.stats.noise import Evidence, MetricKey
 from perfgate.stats.two_sample import exp_or_inf, expm1_or_inf, side_level
 
@@ -480,11 +480,9 @@ def _within(values: np.ndarray, levels: Sequence[float]) -> Evidence | None:
 
 def _known_levels(key: str, history: noise.History, calibration: Calibration | None) -> list[float]:
     """The benchmark's speed levels (log offsets, ascending, the fastest first) seen so far."""
-    past = history.current.get((key, "time"))
-    if past is not None:
-        found = speed_levels(past.residuals)
-        if len(found) > 1:
-            return [v - found[0] for v in found]
+    found = history.levels.get((key, "time"))
+    if found is not None:
+        return list(found)
     if calibration is not None:
         entry = calibration.metrics.get((key, "time"))
         if entry is not None and len(entry.levels) > 1:
