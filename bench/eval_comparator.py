@@ -5,6 +5,8 @@
     python bench/eval_comparator.py eval --shapes gauss-3 mixed --data none --pairs 20
     python bench/eval_comparator.py eval --shapes none --data interleaved --settings 3alt
     python bench/eval_comparator.py bound                # only the oracle bounds (seconds)
+    python bench/eval_comparator.py pooled bench/data/eval/sim100.json \
+        bench/data/eval/recorded40.json                  # the pooled tables of saved files
     python bench/eval_comparator.py record --runs 40     # ~20 s a job: perfgate run, 1 round
     python bench/eval_comparator.py record --runs 12 --rounds 3 --out /tmp/x
     python bench/recordings.py pack /tmp/x        # -> bench/data/comparator/x.tar.xz
@@ -27,9 +29,11 @@ the gate fail; are the untouched benchmarks left alone). The same pairs go throu
 rules (`bench/anchors.py`), and every row gets an oracle bound: the best power any cutoff on the
 ratio of the sides' medians could reach at the allowed false alarms, knowing this data's A/A
 distribution. It prints one markdown table, the rows that miss a target (a false-alarm miss
-with its count and exact 95% interval), the false alarms pooled per setting over the simulated
-shapes and over the recorded sets, and writes `bench/data/eval/latest.json` (`quick.json` with
-`--quick`). Progress goes to stderr.
+with its count, its exact 95% interval and the one clustered by job: `clustered_interval`), the
+false alarms pooled per setting over the simulated shapes and over the recorded sets, and writes
+`bench/data/eval/latest.json` (`quick.json` with `--quick`). Progress goes to stderr. `pooled`
+prints docs/comparator.md's pooled tables and the rows over their false-alarm target from saved
+files, without running anything.
 
 Details. A simulated pair is a fresh sequence of the shape; the head window starts 0-8 rounds
 (`--max-gap`) after the base window, except when alternating. A recorded pair is a placement of
@@ -293,6 +297,11 @@ class Source:
     def can(self, setting: Setting) -> bool:
         return True
 
+    def jobs_of(self, setting: Setting, index: int, *, pairs: int, seed: int) -> tuple[str, str]:
+        """Which base and head job pair `index` measured: pairs that share a job share its
+        disturbances, and the clustered interval (`clustered_interval`) counts them once."""
+        raise NotImplementedError
+
 
 class SimSource(Source):
     """A `noise_sim` suite: every pair is a fresh sequence, the head 0..max_gap rounds later."""
@@ -337,6 +346,10 @@ class SimSource(Source):
             history=_history(past, setting, rng),
             calibration=_calibrate([docs[i] for i in calibration]),
         )
+
+    def jobs_of(self, setting: Setting, index: int, *, pairs: int, seed: int) -> tuple[str, str]:
+        # Every simulated pair is a sequence of its own: only its own results share anything.
+        return str(index), str(index)
 
     def aa_logs(self, setting: Setting, *, seed: int, draws: int) -> np.ndarray:
         rng = np.random.default_rng(
@@ -490,6 +503,11 @@ class RecordedSource(Source):
             ),
         )
 
+    def jobs_of(self, setting: Setting, index: int, *, pairs: int, seed: int) -> tuple[str, str]:
+        # A side by its first round: a whole job's, or the first of its single rounds.
+        _, base, head = self.chosen(setting, pairs, seed)[index].indices(setting)
+        return str(base[0]), str(head[0])
+
     def aa_logs(self, setting: Setting, *, seed: int, draws: int) -> np.ndarray:
         rows = []
         for placement in self.placements(setting):
@@ -582,6 +600,7 @@ def evaluate_pair(
     pick = np.random.default_rng([seed, noise_sim.stable_seed("suite", source.name), index])
     suite = {keys[i] for i in pick.choice(len(keys), round(SUITE_SHARE * len(keys)), False)}
     out: dict[str, Any] = {"chosen": chosen, "steady": bool(source.steady[keys.index(chosen)])}
+    out["base_job"], out["head_job"] = source.jobs_of(setting, index, pairs=pairs, seed=seed)
 
     aa_comparison = _compare(pair, pair.head)
     aa = _time_verdicts(aa_comparison)
@@ -772,6 +791,15 @@ class Row:
         out["false_alarms"] = alarms / max(results, 1)
         out["aa_alarms"], out["aa_results"] = alarms, results
         out["false_alarms_ci"] = rate_interval(alarms, results)
+        if all("head_job" in o for o in good):
+            out["aa_cluster_sums"] = {
+                "base": cluster_sums(good, "base_job"),
+                "head": cluster_sums(good, "head_job"),
+                "pair": cluster_sums(good, None),
+            }
+            out["false_alarms_ci_clustered"] = clustered_interval(
+                alarms, results, [out["aa_cluster_sums"]]
+            )
         out["pairs_with_alarm"] = float(np.mean([o["aa_alarms"] > 0 for o in good]))
         out["flag_rate"] = sum(o["aa_flags"] for o in good) / max(results, 1)
         # Older files lack these two; a row without them shows "–".
@@ -822,6 +850,60 @@ def rate_interval(hits: int, trials: int, level: float = 0.95) -> tuple[float, f
     return (low, high)
 
 
+def cluster_sums(outcomes: Sequence[Mapping[str, Any]], by: str | None) -> list[float]:
+    """A/A alarms A_g and results N_g summed per job (`by`: "base_job", "head_job"; None: per
+    pair), kept as Σ A_g², Σ A_g N_g, Σ N_g² and the number of jobs: enough to rebuild the
+    clustered variance at any pooled rate (`clustered_interval`)."""
+    groups: dict[Any, list[int]] = {}
+    for index, outcome in enumerate(outcomes):
+        group = groups.setdefault(index if by is None else outcome[by], [0, 0])
+        group[0] += int(outcome["aa_alarms"])
+        group[1] += int(outcome["aa_results"])
+    a, n = np.asarray(list(groups.values()), dtype=np.float64).reshape(-1, 2).T
+    return [float(np.sum(a * a)), float(np.sum(a * n)), float(np.sum(n * n)), float(len(groups))]
+
+
+def clustered_interval(
+    alarms: int,
+    results: int,
+    sums: Sequence[Mapping[str, Sequence[float]]],
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """The `level` interval of a false-alarm rate whose results are not independent.
+
+    The results of one pair share its jobs, and overlapping pairs of a recorded set share jobs
+    too: one disturbed head job is an alarm in every pair that took it. The rate's variance is
+    clustered two ways, by base job and by head job (Cameron, Gelbach and Miller: the sum of
+    the two one-way variances less the per-pair one; never below either one-way variance), and
+    the design effect it implies (never below 1) shrinks the results to an effective count, on
+    which the exact interval is taken (Korn and Graubard's rule). `sums` holds each row's
+    `cluster_sums` per way; rows are independent of each other, so a pool adds them.
+    """
+    if results <= 0:
+        return (0.0, 1.0)
+    rate = alarms / results
+
+    def one_way(way: str) -> float:
+        a2, an, n2, groups = (sum(row[way][i] for row in sums) for i in range(4))
+        spread = a2 - 2.0 * rate * an + rate * rate * n2
+        return groups / max(groups - 1.0, 1.0) * max(spread, 0.0) / results**2
+
+    base, head, pair = one_way("base"), one_way("head"), one_way("pair")
+    variance = max(base + head - pair, base, head)
+    independent = rate * (1.0 - rate) / results
+    effect = max(variance / independent, 1.0) if independent > 0 else 1.0
+    effective = results / effect
+    hits = rate * effective
+    tail = (1.0 - level) / 2
+    low = float(scipy_stats.beta.ppf(tail, hits, effective - hits + 1)) if hits > 0 else 0.0
+    high = (
+        float(scipy_stats.beta.ppf(1 - tail, hits + 1, effective - hits))
+        if hits < effective
+        else 1.0
+    )
+    return (low, high)
+
+
 def _process_modes(data: str) -> bool:
     """Whether `data` is a simulated shape with process modes, held apart from the targets."""
     return data.startswith("modes-")
@@ -855,10 +937,21 @@ def pooled(summaries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "results": results,
                 "false_alarms": alarms / max(results, 1),
                 "false_alarms_ci": rate_interval(alarms, results),
+                **_pooled_clustered(rows, alarms, results),
                 **_pooled_gate(rows),
             }
         )
     return out
+
+
+def _pooled_clustered(
+    rows: Sequence[Mapping[str, Any]], alarms: int, results: int
+) -> dict[str, Any]:
+    """The pool's clustered interval (only where every row kept its cluster sums)."""
+    if not all("aa_cluster_sums" in r for r in rows):
+        return {}
+    sums = [r["aa_cluster_sums"] for r in rows]
+    return {"false_alarms_ci_clustered": clustered_interval(alarms, results, sums)}
 
 
 def _pooled_gate(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -873,11 +966,15 @@ def _pooled_gate(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def render_pooled(pools: Sequence[Mapping[str, Any]]) -> str:
     lines = [
         "| setting | data | rows | alarms / A/A results | false alarms (95% CI) "
-        "| A/A pairs whose gate failed (95% CI) |",
-        "|---|---|---|---|---|---|",
+        "| clustered by job (95% CI) | A/A pairs whose gate failed (95% CI) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for p in pools:
         low, high = p["false_alarms_ci"]
+        clustered = "–"
+        if "false_alarms_ci_clustered" in p:
+            c_low, c_high = p["false_alarms_ci_clustered"]
+            clustered = f"{c_low:.2%}–{c_high:.2%}"
         gate = "–"
         if "gate_fails" in p:
             g_low, g_high = p["gate_fails_ci"]
@@ -887,7 +984,7 @@ def render_pooled(pools: Sequence[Mapping[str, Any]]) -> str:
             )
         lines.append(
             f"| {p['setting']} | {p['kind']} | {p['rows']} | {p['alarms']} / {p['results']} | "
-            f"{p['false_alarms']:.2%} ({low:.2%}–{high:.2%}) | {gate} |"
+            f"{p['false_alarms']:.2%} ({low:.2%}–{high:.2%}) | {clustered} | {gate} |"
         )
     return "\n".join(lines)
 
@@ -914,8 +1011,12 @@ def misses(summary: Mapping[str, Any], setting: Setting) -> list[str]:
         if "false_alarms_ci" in summary:
             low, high = summary["false_alarms_ci"]
             text += (
-                f" ({summary['aa_alarms']} of {summary['aa_results']}; 95% CI {low:.1%}–{high:.1%})"
+                f" ({summary['aa_alarms']} of {summary['aa_results']}; 95% CI {low:.1%}–{high:.1%}"
             )
+            if "false_alarms_ci_clustered" in summary:
+                c_low, c_high = summary["false_alarms_ci_clustered"]
+                text += f", clustered by job {c_low:.1%}–{c_high:.1%}"
+            text += ")"
         out.append(text)
     ratio = summary["vs_oracle"]
     if setting.power_target and ratio is not None and ratio < 0.8:
@@ -937,6 +1038,85 @@ def misses(summary: Mapping[str, Any], setting: Setting) -> list[str]:
             text += f", but the oracle reaches only {bound:.1%}"
         out.append(text)
     return out
+
+
+_KINDS = ("simulated", "simulated, process modes", "recorded")
+
+
+def _pool_cell(alarms: int, results: int, exact: Sequence[float], clustered: Any) -> str:
+    cell = (
+        f"{alarms:,} / {results:,} = {alarms / max(results, 1):.2%} ({exact[0]:.2%}–{exact[1]:.2%}"
+    )
+    if clustered is not None:
+        cell += f"; by job {clustered[0]:.2%}–{clustered[1]:.2%}"
+    return cell + ")"
+
+
+def render_pooled_by_kind(pools: Sequence[Mapping[str, Any]]) -> str:
+    """The pooled false alarms and gate failures as two tables, a column per kind of data."""
+    by = {(p["setting"], p["kind"]): p for p in pools}
+    counts = {kind: {p["rows"] for p in pools if p["kind"] == kind} for kind in _KINDS}
+    head = "| setting | " + " | ".join(
+        f"{kind} ({max(counts[kind], default=0)} {'sets' if kind == 'recorded' else 'shapes'})"
+        for kind in _KINDS
+    )
+    out = []
+    for title, cell in (
+        (
+            "false alarms: alarms / A/A time results = rate (exact 95% interval; clustered by job)",
+            lambda p: _pool_cell(
+                p["alarms"],
+                p["results"],
+                p["false_alarms_ci"],
+                p.get("false_alarms_ci_clustered"),
+            ),
+        ),
+        (
+            "A/A pairs whose gate failed (exact 95% interval)",
+            lambda p: (
+                f"{p['gate_fails']} / {p['pairs']} = {p['gate_fails'] / max(p['pairs'], 1):.1%} "
+                f"({p['gate_fails_ci'][0]:.1%}–{p['gate_fails_ci'][1]:.1%})"
+                if "gate_fails" in p
+                else "–"
+            ),
+        ),
+    ):
+        out += [f"**{title}**", "", head + " |", "|---" * (len(_KINDS) + 1) + "|"]
+        for setting in SETTINGS:
+            cells = [
+                cell(by[(setting.name, k)]) if (setting.name, k) in by else "–" for k in _KINDS
+            ]
+            out.append(f"| {setting.name} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+def over_target(summaries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The rows over their false-alarm target (process-mode shapes apart), in words."""
+    settings = {s.name: s for s in SETTINGS}
+    out = []
+    for s in summaries:
+        setting = settings.get(s["setting"])
+        if setting is None or not s.get("pairs") or "false_alarms" not in s:
+            continue
+        found = [m for m in misses(s, setting) if m.startswith("false alarms")]
+        out += [f"- {s['data']} / {s['setting']}: {m}" for m in found]
+    return out
+
+
+def print_pooled(paths: Sequence[Path]) -> None:
+    """`pooled`: docs/comparator.md's pooled tables and the rows over target, from saved files."""
+    summaries: list[dict[str, Any]] = []
+    for path in paths:
+        document = json.loads(path.read_text())
+        version = document.get("comparator", {})
+        print(f"{path}: {len(document['rows'])} rows, comparator {version.get('git_head')}")
+        summaries += document["rows"]
+    print()
+    print(render_pooled_by_kind(pooled(summaries)))
+    rows = over_target(summaries)
+    print(f"Rows over their false-alarm target: {len(rows)} of {len(summaries)}")
+    print("\n".join(rows) or "- none")
 
 
 def _pct(value: float | None) -> str:
@@ -1078,6 +1258,8 @@ def main() -> None:
     rec.add_argument(
         "--system-malloc", action="store_true", help="leave glibc's malloc thresholds dynamic"
     )
+    pool_parser = sub.add_parser("pooled", help="the pooled tables of saved eval files")
+    pool_parser.add_argument("files", type=Path, nargs="+")
     for command in ("eval", "bound"):
         ev = sub.add_parser(command)
         ev.add_argument(
@@ -1111,6 +1293,9 @@ def main() -> None:
         ev.add_argument("--quick", action="store_true", help="a small smoke run")
         ev.add_argument("--out", type=Path, help=f"default {OUT} ({QUICK_OUT.name} with --quick)")
     args = parser.parse_args()
+    if args.command == "pooled":
+        print_pooled(args.files)
+        return
     if args.command == "record":
         record(
             args.runs,

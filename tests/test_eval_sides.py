@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy.stats import binom
 
 import eval_comparator as ec
@@ -108,6 +109,100 @@ def test_gate_failures_pool_per_setting_only_where_every_row_counted_them() -> N
     (older,) = ec.pooled([row("pinned", 2), row("avx512", None)])
     assert "gate_fails" not in older
     assert ec.render_pooled([older]).rstrip().endswith("| – |")
+
+
+# Four pairs that took one disturbed head job (job 99), two alarms each.
+_SHARED = dict.fromkeys((3, 11, 20, 33), 2)
+_ONE_HEAD = dict.fromkeys(_SHARED, 99)
+
+
+def _outcomes(alarms: dict[int, int], head_of: dict[int, int]) -> list[dict[str, object]]:
+    """40 pairs of 13 A/A results, pair i between jobs i and i + 1 unless `head_of` says."""
+    return [
+        {
+            "aa_alarms": alarms.get(i, 0),
+            "aa_results": 13,
+            "base_job": str(i),
+            "head_job": str(head_of.get(i, i + 1)),
+        }
+        for i in range(40)
+    ]
+
+
+def _clustered(outcomes: list[dict[str, object]]) -> tuple[float, float]:
+    sums = {
+        "base": ec.cluster_sums(outcomes, "base_job"),
+        "head": ec.cluster_sums(outcomes, "head_job"),
+        "pair": ec.cluster_sums(outcomes, None),
+    }
+    return ec.clustered_interval(8, 520, [sums])
+
+
+def test_the_clustered_interval_counts_a_shared_job_once() -> None:
+    exact = ec.rate_interval(8, 520)
+    # Eight alarms in eight pairs of their own jobs: as wide as the exact interval.
+    spread = _clustered(_outcomes(dict.fromkeys(range(0, 40, 5), 1), {}))
+    assert spread == pytest.approx(exact, rel=1e-9)
+    # The same eight from one disturbed head job that four pairs took: one event, not eight.
+    low, high = _clustered(_outcomes(_SHARED, _ONE_HEAD))
+    assert low < exact[0] and high > 1.5 * exact[1]
+    assert low < 8 / 520 < high
+
+
+def test_the_pool_of_rows_with_cluster_sums_is_clustered_too() -> None:
+    def row(data: str, alarms: dict[int, int], head_of: dict[int, int]) -> dict[str, object]:
+        outcomes = _outcomes(alarms, head_of)
+        sums = {
+            "base": ec.cluster_sums(outcomes, "base_job"),
+            "head": ec.cluster_sums(outcomes, "head_job"),
+            "pair": ec.cluster_sums(outcomes, None),
+        }
+        count = sum(alarms.values())
+        return {
+            "data": data,
+            "kind": "recorded",
+            "setting": "1 round",
+            "pairs": 40,
+            "aa_alarms": count,
+            "aa_results": 520,
+            "aa_cluster_sums": sums,
+        }
+
+    (pool,) = ec.pooled([row("pinned", _SHARED, _ONE_HEAD), row("avx512", {}, {})])
+    low, high = pool["false_alarms_ci_clustered"]
+    exact = pool["false_alarms_ci"]
+    assert low < 8 / 1040 < high and high > 1.5 * exact[1]
+    assert f"{low:.2%}–{high:.2%}" in ec.render_pooled([pool])
+
+
+def test_the_saved_pools_show_both_intervals_and_the_rows_over_target() -> None:
+    outcomes = _outcomes(_SHARED, _ONE_HEAD)
+    row: dict[str, object] = {
+        "data": "pinned",
+        "kind": "recorded",
+        "setting": "1 round + 24 history",
+        "pairs": 40,
+        "errors": 0,
+        "aa_alarms": 8,
+        "aa_results": 520,
+        "false_alarms": 8 / 520,
+        "false_alarms_ci": ec.rate_interval(8, 520),
+        "aa_cluster_sums": {
+            "base": ec.cluster_sums(outcomes, "base_job"),
+            "head": ec.cluster_sums(outcomes, "head_job"),
+            "pair": ec.cluster_sums(outcomes, None),
+        },
+        "vs_oracle": None,
+        "suite_fails": 1.0,
+        "suite_untouched_changed": 0,
+    }
+    row["false_alarms_ci_clustered"] = ec.clustered_interval(8, 520, [row["aa_cluster_sums"]])
+    tables = ec.render_pooled_by_kind(ec.pooled([row]))
+    assert "| 1 round + 24 history | – | – | 8 / 520 = 1.54% (0.67%–3.01%; by job" in tables
+    (line,) = ec.over_target([row])
+    assert line.startswith("- pinned / 1 round + 24 history: false alarms 1.5% > 1% (8 of 520")
+    assert "clustered by job" in line
+    assert ec.over_target([{**row, "aa_alarms": 5, "false_alarms": 5 / 520}]) == []
 
 
 class _MachineMoves(ec.Source):
