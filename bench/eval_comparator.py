@@ -236,6 +236,9 @@ class Pair:
     head: list[ResultsDocument]
     history: list[PastRun]
     calibration: Calibration | None = None
+    #: The base and head job it measured: pairs that share a job share its disturbances, and
+    #: the clustered interval (`clustered_interval`) counts them once.
+    jobs: tuple[str, str] = ("", "")
 
 
 def _calibrate(documents: Sequence[ResultsDocument]) -> Calibration | None:
@@ -297,11 +300,6 @@ class Source:
     def can(self, setting: Setting) -> bool:
         return True
 
-    def jobs_of(self, setting: Setting, index: int, *, pairs: int, seed: int) -> tuple[str, str]:
-        """Which base and head job pair `index` measured: pairs that share a job share its
-        disturbances, and the clustered interval (`clustered_interval`) counts them once."""
-        raise NotImplementedError
-
 
 class SimSource(Source):
     """A `noise_sim` suite: every pair is a fresh sequence, the head 0..max_gap rounds later."""
@@ -345,11 +343,9 @@ class SimSource(Source):
             head=[_as_commit(docs[i], HEAD_COMMIT) for i in head],
             history=_history(past, setting, rng),
             calibration=_calibrate([docs[i] for i in calibration]),
+            # Every simulated pair is a sequence of its own: only its own results share anything.
+            jobs=(str(index), str(index)),
         )
-
-    def jobs_of(self, setting: Setting, index: int, *, pairs: int, seed: int) -> tuple[str, str]:
-        # Every simulated pair is a sequence of its own: only its own results share anything.
-        return str(index), str(index)
 
     def aa_logs(self, setting: Setting, *, seed: int, draws: int) -> np.ndarray:
         rng = np.random.default_rng(
@@ -501,12 +497,9 @@ class RecordedSource(Source):
             calibration=_calibrate(
                 [self.rounds[i] for i in placement.calibration_indices(setting)]
             ),
+            # A side by its first round: a whole job's, or the first of its single rounds.
+            jobs=(str(base[0]), str(head[0])),
         )
-
-    def jobs_of(self, setting: Setting, index: int, *, pairs: int, seed: int) -> tuple[str, str]:
-        # A side by its first round: a whole job's, or the first of its single rounds.
-        _, base, head = self.chosen(setting, pairs, seed)[index].indices(setting)
-        return str(base[0]), str(head[0])
 
     def aa_logs(self, setting: Setting, *, seed: int, draws: int) -> np.ndarray:
         rows = []
@@ -600,7 +593,7 @@ def evaluate_pair(
     pick = np.random.default_rng([seed, noise_sim.stable_seed("suite", source.name), index])
     suite = {keys[i] for i in pick.choice(len(keys), round(SUITE_SHARE * len(keys)), False)}
     out: dict[str, Any] = {"chosen": chosen, "steady": bool(source.steady[keys.index(chosen)])}
-    out["base_job"], out["head_job"] = source.jobs_of(setting, index, pairs=pairs, seed=seed)
+    out["base_job"], out["head_job"] = pair.jobs
 
     aa_comparison = _compare(pair, pair.head)
     aa = _time_verdicts(aa_comparison)
@@ -792,11 +785,7 @@ class Row:
         out["aa_alarms"], out["aa_results"] = alarms, results
         out["false_alarms_ci"] = rate_interval(alarms, results)
         if all("head_job" in o for o in good):
-            out["aa_cluster_sums"] = {
-                "base": cluster_sums(good, "base_job"),
-                "head": cluster_sums(good, "head_job"),
-                "pair": cluster_sums(good, None),
-            }
+            out["aa_cluster_sums"] = job_cluster_sums(good)
             out["false_alarms_ci_clustered"] = clustered_interval(
                 alarms, results, [out["aa_cluster_sums"]]
             )
@@ -836,8 +825,9 @@ class Row:
         return out
 
 
-def rate_interval(hits: int, trials: int, level: float = 0.95) -> tuple[float, float]:
-    """The exact (Clopper-Pearson) `level` interval of a rate of `hits` in `trials`.
+def rate_interval(hits: float, trials: float, level: float = 0.95) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) `level` interval of a rate of `hits` in `trials` (counts, or
+    effective counts: `clustered_interval`).
 
     A row's false alarms are a few alarms in a few hundred results: 3 of 260 (1.2%) is as
     consistent with a true rate of 0.3% as with 3%, and the interval says so.
@@ -861,6 +851,15 @@ def cluster_sums(outcomes: Sequence[Mapping[str, Any]], by: str | None) -> list[
         group[1] += int(outcome["aa_results"])
     a, n = np.asarray(list(groups.values()), dtype=np.float64).reshape(-1, 2).T
     return [float(np.sum(a * a)), float(np.sum(a * n)), float(np.sum(n * n)), float(len(groups))]
+
+
+def job_cluster_sums(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """`cluster_sums` of a row's pairs by base job, by head job and by pair."""
+    return {
+        "base": cluster_sums(outcomes, "base_job"),
+        "head": cluster_sums(outcomes, "head_job"),
+        "pair": cluster_sums(outcomes, None),
+    }
 
 
 def clustered_interval(
@@ -893,15 +892,7 @@ def clustered_interval(
     independent = rate * (1.0 - rate) / results
     effect = max(variance / independent, 1.0) if independent > 0 else 1.0
     effective = results / effect
-    hits = rate * effective
-    tail = (1.0 - level) / 2
-    low = float(scipy_stats.beta.ppf(tail, hits, effective - hits + 1)) if hits > 0 else 0.0
-    high = (
-        float(scipy_stats.beta.ppf(1 - tail, hits + 1, effective - hits))
-        if hits < effective
-        else 1.0
-    )
-    return (low, high)
+    return rate_interval(rate * effective, effective, level)
 
 
 def _process_modes(data: str) -> bool:

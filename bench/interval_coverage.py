@@ -73,11 +73,7 @@ def coverage(scenario: Scenario, sets: int, seed: int = 0) -> Coverage:
         hits, results = int(alarms.sum()), PAIRS * BENCHMARKS
         low, high = ec.rate_interval(hits, results)
         exact += low <= truth <= high
-        sums = {
-            "base": ec.cluster_sums(outcomes, "base_job"),
-            "head": ec.cluster_sums(outcomes, "head_job"),
-            "pair": ec.cluster_sums(outcomes, None),
-        }
+        sums = ec.job_cluster_sums(outcomes)
         low, high = ec.clustered_interval(hits, results, [sums])
         clustered += low <= truth <= high
         blind += not bool(disturbed[heads].any())

@@ -33,6 +33,18 @@ def test_three_sequential_rounds_on_a_three_round_set_are_whole_jobs() -> None:
         assert pair.base[0].run.started_at < pair.head[0].run.started_at
 
 
+def test_a_pair_names_the_jobs_it_measured() -> None:
+    source = ec.RecordedSource(find("threads1"))
+    placements = source.placements(ONE)
+    for index in (0, 7):
+        _, base, head = placements[index].indices(ONE)
+        pair = source.pair(ONE, index, pairs=len(placements), seed=0)
+        assert pair.jobs == (str(base[0]), str(head[0])) and base[0] < head[0]
+    # Two pairs on one head round share it, whatever their bases.
+    heads = [source.pair(ONE, i, pairs=len(placements), seed=0).jobs[1] for i in range(30)]
+    assert len(set(heads)) < len(heads)
+
+
 def test_other_settings_and_one_round_sets_keep_single_round_documents() -> None:
     three = ec.RecordedSource(find("rounds3"))
     assert not three.whole_jobs(ALTERNATING) and not three.whole_jobs(ONE)
@@ -131,11 +143,7 @@ def _outcomes(alarms: dict[int, int], head_of: dict[int, int]) -> list[dict[str,
 
 
 def _clustered(outcomes: list[dict[str, object]]) -> tuple[float, float]:
-    sums = {
-        "base": ec.cluster_sums(outcomes, "base_job"),
-        "head": ec.cluster_sums(outcomes, "head_job"),
-        "pair": ec.cluster_sums(outcomes, None),
-    }
+    sums = ec.job_cluster_sums(outcomes)
     return ec.clustered_interval(8, 520, [sums])
 
 
@@ -153,11 +161,7 @@ def test_the_clustered_interval_counts_a_shared_job_once() -> None:
 def test_the_pool_of_rows_with_cluster_sums_is_clustered_too() -> None:
     def row(data: str, alarms: dict[int, int], head_of: dict[int, int]) -> dict[str, object]:
         outcomes = _outcomes(alarms, head_of)
-        sums = {
-            "base": ec.cluster_sums(outcomes, "base_job"),
-            "head": ec.cluster_sums(outcomes, "head_job"),
-            "pair": ec.cluster_sums(outcomes, None),
-        }
+        sums = ec.job_cluster_sums(outcomes)
         count = sum(alarms.values())
         return {
             "data": data,
@@ -188,11 +192,7 @@ def test_the_saved_pools_show_both_intervals_and_the_rows_over_target() -> None:
         "aa_results": 520,
         "false_alarms": 8 / 520,
         "false_alarms_ci": ec.rate_interval(8, 520),
-        "aa_cluster_sums": {
-            "base": ec.cluster_sums(outcomes, "base_job"),
-            "head": ec.cluster_sums(outcomes, "head_job"),
-            "pair": ec.cluster_sums(outcomes, None),
-        },
+        "aa_cluster_sums": ec.job_cluster_sums(outcomes),
         "vs_oracle": None,
         "suite_fails": 1.0,
         "suite_untouched_changed": 0,
