@@ -597,62 +597,6 @@ def test_the_runners_tails_are_learnt_from_its_history() -> None:
     assert width(2.5) > 1.3 * width(None)
 
 
-def _drifting_history(seed: int, *, phi: float, runs: int = 24) -> list[noise.PastRun]:
-    """`runs` main runs a minute apart: each of M benchmarks wanders AR(1) (coefficient `phi`,
-    stationary sd 3%; 0 for independent runs) with 1% of fresh noise a run."""
-    rng = np.random.default_rng(seed)
-    level = rng.normal(0.0, 0.03, M)
-    out = []
-    for i in range(runs):
-        level = phi * level + math.sqrt(1 - phi**2) * rng.normal(0.0, 0.03, M)
-        logs = level + rng.normal(0.0, 0.01, M)
-        out.append(
-            noise.PastRun(
-                commit=f"{i + 1:040x}",
-                medians={(f"b{j}", "time"): 1e-3 * math.exp(v) for j, v in enumerate(logs)},
-                started_at=START + timedelta(minutes=i),
-            )
-        )
-    return out
-
-
-def test_wander_is_measured_as_far_ahead_of_history_as_the_head_started() -> None:
-    # Benchmarks that wander slowly sit further from history's level the later the head runs:
-    # measured one run ahead, a head eight runs later raised 2.7% false alarms on the
-    # simulated `ar1-drift` runner (bench/eval_comparator.py, 1 round + 24 history).
-    def wander(history: list[noise.PastRun], minutes: float | None) -> float:
-        at = None if minutes is None else START + timedelta(minutes=23 + minutes)
-        found = noise.history_noise(history, compared_at=at).wander
-        assert found is not None
-        return found.var
-
-    drifting = [_drifting_history(seed, phi=0.8) for seed in range(8)]
-    next_run = np.mean([wander(h, 1) for h in drifting])
-    eight_on = np.mean([wander(h, 8) for h in drifting])
-    assert eight_on > 2 * next_run > 0, (eight_on, next_run)
-    # Without start times, or with the head right after history's last run, it is measured
-    # one run ahead.
-    undated = [dataclasses.replace(run, started_at=None) for run in drifting[0]]
-    assert wander(undated, 8) == wander(drifting[0], None) == wander(drifting[0], 1)
-
-    # The comparison takes the head's start from its documents: the same A/A pair, its head
-    # started eight runs after history's last rather than one, has a wider CI.
-    def width(head_index: int) -> float:
-        rng = np.random.default_rng(5)
-        medians = np.full(M, 1e-3)
-        base = _document(medians, index=24, commit="a" * 40, rng=rng)
-        head = _document(medians, index=head_index, commit="c" * 40, rng=rng)
-        result = _time(compare_documents([base], [head], history=drifting[0]))["b0"]
-        assert result.ci is not None
-        return math.log(result.ci[1] / result.ci[0])
-
-    assert width(31) > 1.05 * width(24)
-    # Runs that do not wander show next to none, however far ahead (3% of their 1e-3 of
-    # variance, from estimates cut at 0): an eighth of what the wandering runs show.
-    steady = [_drifting_history(seed, phi=0.0) for seed in range(8)]
-    assert np.mean([wander(h, 8) for h in steady]) < 0.2 * eight_on
-
-
 def test_process_modes_in_history_are_neither_the_runners_tails_nor_its_wander() -> None:
     # Three of thirteen benchmarks land 2x slow in about one process of seven; the rest are
     # steady at 2%. Their jumps between levels are modes, not tails: counted as tails they set

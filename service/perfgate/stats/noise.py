@@ -22,7 +22,6 @@ import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import numpy as np
 from scipy import special
@@ -344,8 +343,6 @@ class PastRun:
 
     commit: str
     medians: Mapping[MetricKey, float]
-    #: When it started; None where unknown (the wander is then measured one run ahead).
-    started_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -392,9 +389,9 @@ class History:
     #: Each metric's own tail weight, shrunk towards the runner's (`tail_dfs`); a metric with
     #: speed levels keeps the weight of its values as they are, its jumps included.
     tails: dict[MetricKey, float] = field(default_factory=dict)
-    #: How much further a new run, as far ahead of history as the compared run is, sits from
-    #: the level of the runs before it than their spread predicts (variance, log), inside the
-    #: speed levels: the benchmarks' slow wander, with df (`wander`).
+    #: How much further a new run sits from the level of the runs before it than their spread
+    #: predicts (variance, log), inside the speed levels: the benchmarks' slow wander, with df
+    #: (`wander`).
     wander: Evidence | None = None
     #: Each timed metric's loading on the runs' machine factors (`loadings.shrunk_loadings`):
     #: how much of the machine's speed it follows, 1 for the typical benchmark.
@@ -417,11 +414,8 @@ def _nanmedian(values: np.ndarray, axis: int) -> np.ndarray:
     return median
 
 
-def history_noise(runs: Sequence[PastRun], *, compared_at: datetime | None = None) -> History:
+def history_noise(runs: Sequence[PastRun]) -> History:
     """Per-metric noise and current level from the medians of earlier base-branch runs.
-
-    `compared_at` is when the compared (head) run started: the wander is measured that far
-    ahead of the runs it is measured on (`wander`).
 
     Each run's machine factor (the median over its timed benchmarks of how far they sat from
     their own level: `_machine_deviations`) is taken out before a benchmark's spread is measured,
@@ -466,8 +460,6 @@ def history_noise(runs: Sequence[PastRun], *, compared_at: datetime | None = Non
     segments: dict[MetricKey, list[np.ndarray]] = {}
     current: dict[MetricKey, Segment] = {}
     commits = [run.commit for run in runs]
-    seconds, ahead = _run_seconds(runs, compared_at)
-    stamps: dict[MetricKey, list[np.ndarray]] = {}
     for j, key in enumerate(keys):
         if key not in starts:
             continue
@@ -481,8 +473,6 @@ def history_noise(runs: Sequence[PastRun], *, compared_at: datetime | None = Non
         cuts = [0, *([start] if start else []), residuals.size]
         parts = [residuals[a:b] for a, b in itertools.pairwise(cuts)]
         segments[key] = parts
-        if seconds is not None:
-            stamps[key] = [seconds[present][a:b] for a, b in itertools.pairwise(cuts)]
         current[key] = Segment(
             raw=raw[start:],
             residuals=residuals[start:],
@@ -525,7 +515,7 @@ def history_noise(runs: Sequence[PastRun], *, compared_at: datetime | None = Non
         machine=machine,
         tail=tail,
         tails=tails,
-        wander=wander(inside, stamps or None, ahead=ahead),
+        wander=wander(inside),
         loadings=loadings,
         levels=levels,
     )
@@ -593,66 +583,28 @@ def _factors(deviations: np.ndarray | None, runs: int) -> np.ndarray:
     return factors
 
 
-def wander(
-    groups: Mapping[MetricKey, Sequence[np.ndarray]],
-    stamps: Mapping[MetricKey, Sequence[np.ndarray]] | None = None,
-    *,
-    ahead: float = 0.0,
-) -> Evidence | None:
+def wander(groups: Mapping[MetricKey, Sequence[np.ndarray]]) -> Evidence | None:
     """The runner's excess variance of a new run around the level of the runs before it.
 
     A baseline that averages a segment's runs is only as good as the level it averages still
     holding: benchmarks that wander slowly (thermal state, neighbours, a drifting clock) sit
-    further from their past average than independent runs would, and the further the later
-    the run. For every run i after the first `MIN_HISTORY_RUNS` of a segment: the squared
-    distance from the mean of the runs before it of the first run that started at least
-    `ahead` seconds after run i - 1 (run i itself without `stamps` or `ahead`), less what the
-    segment's spread predicts for that distance, s² (1 + 1/i); the mean of that over all
-    metrics, at least 0, worth one df per such run. `stamps` holds each segment's start times
-    (seconds, as `groups`). Where no segment reaches that far, `ahead` is cut to the furthest
-    any reaches: the compared run is at least that far out.
+    further from their past average than independent runs would. For every run after the first
+    `MIN_HISTORY_RUNS` of a segment: its squared distance from the mean of the runs before it,
+    less what the segment's spread predicts for that distance, s² (1 + 1/i); the mean of that
+    over all metrics, at least 0, worth one df per such run.
     """
-    if stamps is not None and ahead > 0:
-        reach = [
-            float(times[-1] - times[MIN_HISTORY_RUNS - 1])
-            for parts in stamps.values()
-            for times in parts
-            if times.size > MIN_HISTORY_RUNS
-        ]
-        ahead = min(ahead, max(reach, default=0.0))
     excess: list[float] = []
-    for key, parts in groups.items():
-        for p, part in enumerate(parts):
+    for parts in groups.values():
+        for part in parts:
             if part.size <= MIN_HISTORY_RUNS:
                 continue
             spread = float(np.var(part, ddof=1))
-            times = stamps[key][p] if stamps is not None and ahead > 0 else None
             for i in range(MIN_HISTORY_RUNS, part.size):
-                later = i
-                if times is not None:
-                    later = int(np.searchsorted(times, times[i - 1] + ahead))
-                    if later >= part.size:
-                        break  # this segment ends before a run that far ahead
-                gap = float(part[later] - np.mean(part[:i]))
+                gap = float(part[i] - np.mean(part[:i]))
                 excess.append(gap**2 - spread * (1 + 1 / i))
     if not excess:
         return None
     return Evidence(var=max(float(np.mean(excess)), 0.0), df=float(len(excess)))
-
-
-def _run_seconds(
-    runs: Sequence[PastRun], compared_at: datetime | None
-) -> tuple[np.ndarray | None, float]:
-    """Each run's start in seconds from the first's, and how many seconds after the last the
-    compared run started (None and 0 unless every start is known, oldest first)."""
-    starts = [run.started_at for run in runs]
-    if compared_at is None or not starts or any(start is None for start in starts):
-        return None, 0.0
-    known = [start for start in starts if start is not None]
-    seconds = np.asarray([(start - known[0]).total_seconds() for start in known])
-    if np.any(np.diff(seconds) < 0):
-        return None, 0.0
-    return seconds, max((compared_at - known[-1]).total_seconds(), 0.0)
 
 
 # A step fewer than MIN_HISTORY_RUNS runs ago is too short for the change-point detector; the
