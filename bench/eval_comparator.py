@@ -784,11 +784,10 @@ class Row:
         out["false_alarms"] = alarms / max(results, 1)
         out["aa_alarms"], out["aa_results"] = alarms, results
         out["false_alarms_ci"] = rate_interval(alarms, results)
-        if all("head_job" in o for o in good):
-            out["aa_cluster_sums"] = job_cluster_sums(good)
-            out["false_alarms_ci_clustered"] = clustered_interval(
-                alarms, results, [out["aa_cluster_sums"]]
-            )
+        out["aa_cluster_sums"] = job_cluster_sums(good)
+        out["false_alarms_ci_clustered"] = clustered_interval(
+            alarms, results, [out["aa_cluster_sums"]]
+        )
         out["pairs_with_alarm"] = float(np.mean([o["aa_alarms"] > 0 for o in good]))
         out["flag_rate"] = sum(o["aa_flags"] for o in good) / max(results, 1)
         # Older files lack these two; a row without them shows "–".
@@ -952,32 +951,6 @@ def _pooled_gate(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     fails = sum(int(r["aa_gate_fails"]) for r in rows)
     pairs = sum(int(r["pairs"]) for r in rows)
     return {"gate_fails": fails, "pairs": pairs, "gate_fails_ci": rate_interval(fails, pairs)}
-
-
-def render_pooled(pools: Sequence[Mapping[str, Any]]) -> str:
-    lines = [
-        "| setting | data | rows | alarms / A/A results | false alarms (95% CI) "
-        "| clustered by job (95% CI) | A/A pairs whose gate failed (95% CI) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for p in pools:
-        low, high = p["false_alarms_ci"]
-        clustered = "–"
-        if "false_alarms_ci_clustered" in p:
-            c_low, c_high = p["false_alarms_ci_clustered"]
-            clustered = f"{c_low:.2%}–{c_high:.2%}"
-        gate = "–"
-        if "gate_fails" in p:
-            g_low, g_high = p["gate_fails_ci"]
-            gate = (
-                f"{p['gate_fails']} / {p['pairs']} = {p['gate_fails'] / max(p['pairs'], 1):.1%} "
-                f"({g_low:.1%}–{g_high:.1%})"
-            )
-        lines.append(
-            f"| {p['setting']} | {p['kind']} | {p['rows']} | {p['alarms']} / {p['results']} | "
-            f"{p['false_alarms']:.2%} ({low:.2%}–{high:.2%}) | {clustered} | {gate} |"
-        )
-    return "\n".join(lines)
 
 
 def misses(summary: Mapping[str, Any], setting: Setting) -> list[str]:
@@ -1362,8 +1335,8 @@ def main() -> None:
     if not missed:
         print("- none")
     pools = pooled(summaries)
-    print("\nFalse alarms pooled per setting:")
-    print(render_pooled(pools))
+    print("\nPooled per setting:\n")
+    print(render_pooled_by_kind(pools))
     cpu = sum(row.seconds for row in rows)
     print(
         f"\n{len(rows)} rows, {sum(s['pairs'] for s in summaries)} pairs in {elapsed:.0f} s "

@@ -117,11 +117,18 @@ def test_gate_failures_pool_per_setting_only_where_every_row_counted_them() -> N
     assert (counted["gate_fails"], counted["pairs"]) == (3, 24)
     low, high = counted["gate_fails_ci"]
     assert low < 3 / 24 < high
-    assert "3 / 24 = 12.5%" in ec.render_pooled([counted])
+    assert _gate_line([counted]).endswith("| 3 / 24 = 12.5% (2.7%–32.4%) |")
     # A file written before the gate was counted pools its alarms and shows no gate figure.
     (older,) = ec.pooled([row("pinned", 2), row("avx512", None)])
     assert "gate_fails" not in older
-    assert ec.render_pooled([older]).rstrip().endswith("| – |")
+    assert _gate_line([older]) == "| 1 round | – | – | – |"
+
+
+def _gate_line(pools: list[dict[str, object]]) -> str:
+    """The "1 round" line of `render_pooled_by_kind`'s gate table."""
+    tables = ec.render_pooled_by_kind(pools)
+    gate = tables[tables.index("**A/A pairs whose gate failed") :]
+    return next(line for line in gate.splitlines() if line.startswith("| 1 round |"))
 
 
 # Four pairs that took one disturbed head job (job 99), two alarms each.
@@ -177,7 +184,7 @@ def test_the_pool_of_rows_with_cluster_sums_is_clustered_too() -> None:
     low, high = pool["false_alarms_ci_clustered"]
     exact = pool["false_alarms_ci"]
     assert low < 8 / 1040 < high and high > 1.5 * exact[1]
-    assert f"{low:.2%}–{high:.2%}" in ec.render_pooled([pool])
+    assert f"by job {low:.2%}–{high:.2%}" in ec.render_pooled_by_kind([pool])
 
 
 def test_the_saved_pools_show_both_intervals_and_the_rows_over_target() -> None:
