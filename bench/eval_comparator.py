@@ -253,10 +253,15 @@ def _calibrate(documents: Sequence[ResultsDocument]) -> Calibration | None:
 # --- data sources ------------------------------------------------------------------------------
 
 
+def _started(index: int) -> datetime:
+    """When a simulated sequence's round `index` started: a minute a round."""
+    return EPOCH + timedelta(minutes=index)
+
+
 def _round_document(
     keys: Sequence[str], samples: Sequence[np.ndarray], *, index: int, tag: str, fingerprint: str
 ) -> ResultsDocument:
-    started = EPOCH + timedelta(minutes=index)
+    started = _started(index)
     return ResultsDocument.model_validate(
         {
             "schema": "perfgate/results@1",
@@ -341,7 +346,7 @@ class SimSource(Source):
         return Pair(
             base=[_as_commit(docs[i], BASE_COMMIT) for i in base],
             head=[_as_commit(docs[i], HEAD_COMMIT) for i in head],
-            history=_history(past, setting, rng),
+            history=_history(past, setting, rng, [_started(i) for i in history]),
             calibration=_calibrate([docs[i] for i in calibration]),
             # Every simulated pair is a sequence of its own: only its own results share anything.
             jobs=(str(index), str(index)),
@@ -493,6 +498,7 @@ class RecordedSource(Source):
                 [_medians(self.rounds[i]) for i in history],
                 setting,
                 np.random.default_rng([seed, noise_sim.stable_seed("step", self.name), index]),
+                [self.rounds[i].run.started_at for i in history],
             ),
             calibration=_calibrate(
                 [self.rounds[i] for i in placement.calibration_indices(setting)]
@@ -510,9 +516,13 @@ class RecordedSource(Source):
 
 
 def _history(
-    medians: Sequence[dict[tuple[str, str], float]], setting: Setting, rng: np.random.Generator
+    medians: Sequence[dict[tuple[str, str], float]],
+    setting: Setting,
+    rng: np.random.Generator,
+    started: Sequence[datetime],
 ) -> list[PastRun]:
-    """History runs (a commit each), with `setting.step` put into each metric's history."""
+    """History runs (a commit each, started at `started`), with `setting.step` put into each
+    metric's history."""
     runs = [dict(m) for m in medians]
     if setting.step and runs:
         for key in sorted({k for run in runs for k in run}):
@@ -521,7 +531,10 @@ def _history(
             for run in runs[:at]:
                 if key in run:
                     run[key] *= 1 / factor if key[1] == "throughput" else factor
-    return [PastRun(commit=f"{i + 1:040x}", medians=run) for i, run in enumerate(runs)]
+    return [
+        PastRun(commit=f"{i + 1:040x}", medians=run, started_at=at)
+        for i, (run, at) in enumerate(zip(runs, started, strict=True))
+    ]
 
 
 def _samples(document: ResultsDocument, key: str) -> list[np.ndarray]:

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -209,6 +210,29 @@ def test_history_of_the_same_runner_is_evidence(db_url: str) -> None:
     assert any("noise model: 8 earlier runs of main on this runner" in w for w in data["warnings"])
     time = next(r for r in data["results"] if r["metric"] == "time")
     assert "history of 8 runs" in time["noise"]
+
+
+def test_history_runs_carry_their_start_times_oldest_first(db_url: str) -> None:
+    # The wander is measured as far ahead of history as the head started (docs/comparator.md):
+    # that needs each history run's start, in order.
+    from perfgate.store.run_lookup import history_medians, resolve_project
+
+    with open_store(db_url) as store:
+        for seed in (3, 1, 2):  # uploaded out of order
+            store_document(
+                store.sessions,
+                parse_document(synthetic_document(benchmarks=4, samples=10, seed=seed)),
+            )
+        with store.sessions() as session:
+            project = resolve_project(session, name=None)
+            runs = history_medians(
+                session,
+                project_id=project.id,
+                branch="main",
+                before=datetime(2027, 1, 1, tzinfo=timezone.utc),
+            )
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    assert [run.started_at for run in runs] == [start + timedelta(hours=s) for s in (1, 2, 3)]
 
 
 def test_the_runners_calibration_is_evidence(db_url: str) -> None:

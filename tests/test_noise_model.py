@@ -560,9 +560,11 @@ def test_history_and_calibration_are_evidence_for_one_round() -> None:
     # Without either, the machine's share between the two jobs is what the suite's shift
     # allows (five benchmarks or more), else the default; each says so.
     assert alone.noise is not None and "shared shift allows" in alone.noise
+    # With either, the machine's spread is measured; where the suite's shift bounds it tighter,
+    # the text names the measured spread it replaced.
     for learnt in (informed, with_history):
         assert learnt.noise is not None and "assumed" not in learnt.noise
-        assert "shared shift" not in learnt.noise
+        assert "shared shift" not in learnt.noise or "measured spread" in learnt.noise
     four = Suite(601, sd=0.01, m=4)
     base, head = [four.process(commit="a" * 40)], [four.process({0: 1.12}, commit="c" * 40)]
     assumed = _time(compare_documents(base, head))["b0"]
@@ -595,6 +597,89 @@ def test_the_runners_tails_are_learnt_from_its_history() -> None:
 
     # Heavy-tailed history: the same spread reaches further out.
     assert width(2.5) > 1.3 * width(None)
+
+
+def _drifting_history(seed: int, *, phi: float, runs: int = 24) -> list[noise.PastRun]:
+    """`runs` main runs a minute apart: each of M benchmarks wanders AR(1) (coefficient `phi`,
+    stationary sd 3%; 0 for independent runs) with 1% of fresh noise a run."""
+    rng = np.random.default_rng(seed)
+    level = rng.normal(0.0, 0.03, M)
+    out = []
+    for i in range(runs):
+        level = phi * level + math.sqrt(1 - phi**2) * rng.normal(0.0, 0.03, M)
+        logs = level + rng.normal(0.0, 0.01, M)
+        out.append(
+            noise.PastRun(
+                commit=f"{i + 1:040x}",
+                medians={(f"b{j}", "time"): 1e-3 * math.exp(v) for j, v in enumerate(logs)},
+                started_at=START + timedelta(minutes=i),
+            )
+        )
+    return out
+
+
+def test_wander_is_measured_as_far_ahead_of_history_as_the_head_started() -> None:
+    # Benchmarks that wander slowly sit further from history's level the later the head runs:
+    # measured one run ahead, a head six to eight runs later raised 2.7% false alarms on the
+    # simulated `ar1-drift` runner (bench/eval_comparator.py, 1 round + 24 history).
+    def wander(history: list[noise.PastRun], minutes: float | None) -> float:
+        at = None if minutes is None else START + timedelta(minutes=23 + minutes)
+        found = noise.history_noise(history, compared_at=at).wander
+        assert found is not None
+        return found.var
+
+    drifting = [_drifting_history(seed, phi=0.8) for seed in range(8)]
+    next_run = np.mean([wander(h, 1) for h in drifting])
+    eight_on = np.mean([wander(h, 8) for h in drifting])
+    assert eight_on > 2 * next_run > 0, (eight_on, next_run)
+    # Without start times, or with the head right after history's last run, it is measured
+    # one run ahead.
+    undated = [dataclasses.replace(run, started_at=None) for run in drifting[0]]
+    assert wander(undated, 8) == wander(drifting[0], None) == wander(drifting[0], 1)
+
+    # The comparison takes the head's start from its documents: the same A/A pair, its head
+    # started eight runs after history's last rather than one, has a wider CI.
+    def width(head_index: int) -> float:
+        rng = np.random.default_rng(5)
+        medians = np.full(M, 1e-3)
+        base = _document(medians, index=24, commit="a" * 40, rng=rng)
+        head = _document(medians, index=head_index, commit="c" * 40, rng=rng)
+        result = _time(compare_documents([base], [head], history=drifting[0]))["b0"]
+        assert result.ci is not None
+        return math.log(result.ci[1] / result.ci[0])
+
+    assert width(31) > 1.03 * width(24)
+    # Runs that do not wander show little, however far ahead (5% of their 1e-3 of variance:
+    # the variogram's noise, fitted non-decreasing and cut at 0): a quarter of what the
+    # wandering runs show.
+    steady = [_drifting_history(seed, phi=0.0) for seed in range(8)]
+    assert np.mean([wander(h, 8) for h in steady]) < 0.35 * eight_on
+
+
+def test_the_wanders_variogram_fit_recovers_a_sill_and_stays_flat_without_one() -> None:
+    lags = np.arange(1, 13)
+    weights = 24.0 - lags
+    drifting = noise._fit_variogram(lags, 1.0 + 4.0 * (1 - 0.8**lags), weights)
+    far = np.asarray([40])
+    assert drifting(far)[0] == pytest.approx(1.0 + 4.0 * (1 - 0.8**40), rel=1e-3)
+    assert drifting(np.asarray([0]))[0] == 0.0
+    # Independent runs: every lag alike, so nothing grows with the lead.
+    flat = noise._fit_variogram(lags, np.full(lags.size, 2.0), weights)
+    assert flat(np.asarray([1, 40])).tolist() == pytest.approx([2.0, 2.0])
+
+
+def test_the_robust_semivariance_is_unbiased_for_normal_differences() -> None:
+    # Cressie and Hawkins: for normal differences of variance 2 v, (mean |d|^1/2)^4 over
+    # (0.457 + 0.494 / N), halved, is v. One difference of 40 fifty spreads out (a run in a speed
+    # level nobody named) doubles it, where it makes the mean square sixty times as large.
+    rng = np.random.default_rng(3)
+    draws = [rng.normal(0.0, math.sqrt(2 * 0.04), 40) for _ in range(2000)]
+    found = [noise._robust_semivariance(float(np.sum(np.sqrt(np.abs(d)))), d.size) for d in draws]
+    assert np.mean(found) == pytest.approx(0.04, rel=0.03)
+    spoilt = [np.append(d[1:], 50 * math.sqrt(0.08)) for d in draws]
+    moved = [noise._robust_semivariance(float(np.sum(np.sqrt(np.abs(d)))), d.size) for d in spoilt]
+    squares = [0.5 * float(np.mean(d**2)) for d in spoilt]
+    assert np.mean(moved) < 2.5 * 0.04 < 25 * 0.04 < np.mean(squares)
 
 
 def test_process_modes_in_history_are_neither_the_runners_tails_nor_its_wander() -> None:

@@ -278,7 +278,11 @@ def compare_documents(
         jobs_head=max(len(head_docs), 1),
         alternated=sides_alternated(base_docs, head_docs),
     )
-    past = noise.history_noise(history)
+    # The head is as far ahead of history as it started after history's last run: the further,
+    # the more the benchmarks have wandered from history's level.
+    past = noise.history_noise(
+        history, compared_at=min((d.run.started_at for d in head_docs), default=None)
+    )
     # Sides one after the other: the base side is one job like each run of history, and the
     # baseline is the base branch's current level, not one run of it.
     baselines = {

@@ -20,8 +20,9 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 from scipy import special
@@ -343,6 +344,8 @@ class PastRun:
 
     commit: str
     medians: Mapping[MetricKey, float]
+    #: When it started; None where unknown (the wander is then measured one run ahead).
+    started_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -389,9 +392,9 @@ class History:
     #: Each metric's own tail weight, shrunk towards the runner's (`tail_dfs`); a metric with
     #: speed levels keeps the weight of its values as they are, its jumps included.
     tails: dict[MetricKey, float] = field(default_factory=dict)
-    #: How much further a new run sits from the level of the runs before it than their spread
-    #: predicts (variance, log), inside the speed levels: the benchmarks' slow wander, with df
-    #: (`wander`).
+    #: How much further a new run, as far ahead of history as the compared run is, sits from
+    #: the level of the runs before it than their spread predicts (variance, log), inside the
+    #: speed levels: the benchmarks' slow wander, with df (`wander`).
     wander: Evidence | None = None
     #: Each timed metric's loading on the runs' machine factors (`loadings.shrunk_loadings`):
     #: how much of the machine's speed it follows, 1 for the typical benchmark.
@@ -414,8 +417,11 @@ def _nanmedian(values: np.ndarray, axis: int) -> np.ndarray:
     return median
 
 
-def history_noise(runs: Sequence[PastRun]) -> History:
+def history_noise(runs: Sequence[PastRun], *, compared_at: datetime | None = None) -> History:
     """Per-metric noise and current level from the medians of earlier base-branch runs.
+
+    `compared_at` is when the compared (head) run started: the wander is measured that far
+    ahead of the runs it is measured on (`wander`).
 
     Each run's machine factor (the median over its timed benchmarks of how far they sat from
     their own level: `_machine_deviations`) is taken out before a benchmark's spread is measured,
@@ -515,7 +521,7 @@ def history_noise(runs: Sequence[PastRun]) -> History:
         machine=machine,
         tail=tail,
         tails=tails,
-        wander=wander(inside),
+        wander=wander(inside, lead=_lead(runs, compared_at)),
         loadings=loadings,
         levels=levels,
     )
@@ -583,28 +589,113 @@ def _factors(deviations: np.ndarray | None, runs: int) -> np.ndarray:
     return factors
 
 
-def wander(groups: Mapping[MetricKey, Sequence[np.ndarray]]) -> Evidence | None:
-    """The runner's excess variance of a new run around the level of the runs before it.
+def wander(groups: Mapping[MetricKey, Sequence[np.ndarray]], *, lead: int = 1) -> Evidence | None:
+    """The runner's excess variance of a new run, `lead` runs after a segment's last, around
+    the segment's level: how much further it sits from the mean of the segment's runs than their
+    spread predicts (variance, log), with df.
 
     A baseline that averages a segment's runs is only as good as the level it averages still
     holding: benchmarks that wander slowly (thermal state, neighbours, a drifting clock) sit
-    further from their past average than independent runs would. For every run after the first
-    `MIN_HISTORY_RUNS` of a segment: its squared distance from the mean of the runs before it,
-    less what the segment's spread predicts for that distance, s² (1 + 1/i); the mean of that
-    over all metrics, at least 0, worth one df per such run.
+    further from their past average than independent runs would, and the further the later the
+    run. The wander is read off the runner's variogram v(k), half the typical square difference
+    of two runs k apart inside a segment, pooled over every segment of every metric with Cressie
+    and Hawkins' robust estimate (`_robust_semivariance`), to which v(k) = a + b (1 - ρ^k) is
+    fitted (`_fit_variogram`) over the lags that hold at least half as many pairs as lag 1. For
+    a baseline of n runs and a run h = n - 1 + lead runs on,
+
+        E[(x_h - mean)²] = 2/n Σ_i v(h - i) - S/n²,    E[s²] = S / (n (n - 1)),
+
+    with S = Σ_i Σ_j v(|i - j|); the wander is the first less (1 + 1/n) times the second: 0 for
+    runs that are independent (b = 0), at any lead. Every lag of every segment counts, so a far
+    lead does not rest on the few runs that reach it. n is the typical current segment's length;
+    df one per run after the first `MIN_HISTORY_RUNS` of a segment.
     """
-    excess: list[float] = []
+    sums: dict[int, float] = {}
+    counts: dict[int, int] = {}
+    runs, lengths = 0, []
     for parts in groups.values():
         for part in parts:
             if part.size <= MIN_HISTORY_RUNS:
                 continue
-            spread = float(np.var(part, ddof=1))
-            for i in range(MIN_HISTORY_RUNS, part.size):
-                gap = float(part[i] - np.mean(part[:i]))
-                excess.append(gap**2 - spread * (1 + 1 / i))
-    if not excess:
+            runs += part.size - MIN_HISTORY_RUNS
+            for k in range(1, part.size):
+                differences = part[k:] - part[: part.size - k]
+                sums[k] = sums.get(k, 0.0) + float(np.sum(np.sqrt(np.abs(differences))))
+                counts[k] = counts.get(k, 0) + differences.size
+        if parts and parts[-1].size > MIN_HISTORY_RUNS:
+            lengths.append(parts[-1].size)
+    if not runs or not lengths:
         return None
-    return Evidence(var=max(float(np.mean(excess)), 0.0), df=float(len(excess)))
+    lags = np.arange(1, max(k for k in counts if 2 * counts[k] >= counts[1]) + 1)
+    v = _fit_variogram(
+        lags,
+        np.asarray([_robust_semivariance(sums[int(k)], counts[int(k)]) for k in lags]),
+        np.asarray([counts[int(k)] for k in lags], dtype=np.float64),
+    )
+    n = int(np.median(lengths))
+    index = np.arange(n)
+    total = float(np.sum(v(np.abs(index[:, None] - index[None, :]))))
+    gap = 2.0 / n * float(np.sum(v(n - 1 + max(lead, 1) - index))) - total / n**2
+    spread = total / (n * (n - 1))
+    return Evidence(var=max(gap - spread * (1 + 1 / n), 0.0), df=float(runs))
+
+
+# The correlations between runs one apart that the variogram's fit tries (`_fit_variogram`).
+_RHO_GRID = np.linspace(0.0, 0.99, 100)
+
+
+def _fit_variogram(
+    lags: np.ndarray, values: np.ndarray, weights: np.ndarray
+) -> Callable[[np.ndarray], np.ndarray]:
+    """v(k) = a + b (1 - ρ^k) with a, b ≥ 0 (a nugget and an AR(1) sill: how the runs of a
+    runner that wanders drift apart with time), fitted by weighted least squares over ρ's grid;
+    v(0) = 0. One lag alone is a flat v."""
+    flat_level = max(float(np.average(values, weights=weights)), 0.0)
+    best = (math.inf, flat_level, 0.0, 0.0)  # error, a, b, ρ
+    for rho in _RHO_GRID if lags.size > 1 else ():
+        shape = 1.0 - rho**lags
+        design = np.column_stack([np.ones_like(shape), shape]) * np.sqrt(weights)[:, None]
+        target = values * np.sqrt(weights)
+        coef, *_ = np.linalg.lstsq(design, target, rcond=None)
+        a, b = float(coef[0]), float(coef[1])
+        if a < 0 or b < 0:
+            # On the boundary: the better of one term alone.
+            b1 = max(float(np.sum(weights * values * shape) / np.sum(weights * shape**2)), 0.0)
+            flat = float(np.sum(weights * (values - flat_level) ** 2))
+            sill = float(np.sum(weights * (values - b1 * shape) ** 2))
+            a, b = (flat_level, 0.0) if flat <= sill else (0.0, b1)
+        error = float(np.sum(weights * (values - a - b * shape) ** 2))
+        if error < best[0]:
+            best = (error, a, b, float(rho))
+    _, a, b, rho = best
+
+    def v(k: np.ndarray) -> np.ndarray:
+        return np.where(k == 0, 0.0, a + b * (1.0 - rho ** np.maximum(k, 0)))
+
+    return v
+
+
+def _robust_semivariance(root_sum: float, count: int) -> float:
+    """Cressie and Hawkins' semivariance from the sum of |difference|^(1/2) over `count` pairs.
+
+    Unbiased for normal differences, and a few far ones (a run that landed in a speed level its
+    benchmark's levels did not name, a step the detector placed a run off) move it by their
+    square root's share, not their square's.
+    """
+    return 0.5 * (root_sum / count) ** 4 / (0.457 + 0.494 / count)
+
+
+def _lead(runs: Sequence[PastRun], compared_at: datetime | None) -> int:
+    """How many runs after history's last the compared run started, in history's typical
+    spacing between runs (1 unless every start is known, oldest first)."""
+    starts = [run.started_at for run in runs if run.started_at is not None]
+    if compared_at is None or len(starts) < 2 or len(starts) < len(runs):
+        return 1
+    steps = np.diff([(start - starts[0]).total_seconds() for start in starts])
+    spacing = float(np.median(steps))
+    if np.any(steps < 0) or spacing <= 0:
+        return 1
+    return max(1, round((compared_at - starts[-1]).total_seconds() / spacing))
 
 
 # A step fewer than MIN_HISTORY_RUNS runs ago is too short for the change-point detector; the

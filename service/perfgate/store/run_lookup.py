@@ -125,9 +125,12 @@ def history_medians(
         query = query.join(models.Environment, models.Environment.id == models.Run.environment_id)
         query = query.where(models.Environment.fingerprint == fingerprint)
     found = session.execute(
-        query.add_columns(models.Run.commit).order_by(models.Run.started_at.desc()).limit(limit)
+        query.add_columns(models.Run.commit, models.Run.started_at)
+        .order_by(models.Run.started_at.desc())
+        .limit(limit)
     ).all()
     commits: dict[str, str] = {row[0]: row[1] for row in found}
+    started: dict[str, datetime] = {row[0]: row[2] for row in found}
     run_ids = list(commits)
     if not run_ids:
         return []
@@ -145,7 +148,8 @@ def history_medians(
     for run_id, key, metric, median in rows:
         per_run[run_id][(key, metric)] = median
     return [
-        PastRun(commit=commits[run_id], medians=per_run[run_id]) for run_id in reversed(run_ids)
+        PastRun(commit=commits[run_id], medians=per_run[run_id], started_at=started[run_id])
+        for run_id in reversed(run_ids)
     ]
 
 
