@@ -650,8 +650,7 @@ def test_wander_is_measured_as_far_ahead_of_history_as_the_head_started() -> Non
 
     assert width(31) > 1.03 * width(24)
     # Runs that do not wander show little, however far ahead (5% of their 1e-3 of variance:
-    # the variogram's noise, fitted non-decreasing and cut at 0): a quarter of what the
-    # wandering runs show.
+    # the variogram fit's noise, cut at 0): under a third of what the wandering runs show.
     steady = [_drifting_history(seed, phi=0.0) for seed in range(8)]
     assert np.mean([wander(h, 8) for h in steady]) < 0.35 * eight_on
 
@@ -670,8 +669,8 @@ def test_the_wanders_variogram_fit_recovers_a_sill_and_stays_flat_without_one() 
 
 def test_the_robust_semivariance_is_unbiased_for_normal_differences() -> None:
     # Cressie and Hawkins: for normal differences of variance 2 v, (mean |d|^1/2)^4 over
-    # (0.457 + 0.494 / N), halved, is v. One difference of 40 fifty spreads out (a run in a speed
-    # level nobody named) doubles it, where it makes the mean square sixty times as large.
+    # (0.457 + 0.494 / N), halved, is v. One of 40 differences fifty spreads out (a run in a
+    # speed level nobody named) doubles it, where it makes the mean square sixty times as large.
     rng = np.random.default_rng(3)
     draws = [rng.normal(0.0, math.sqrt(2 * 0.04), 40) for _ in range(2000)]
     found = [noise._robust_semivariance(float(np.sum(np.sqrt(np.abs(d)))), d.size) for d in draws]
