@@ -8,7 +8,7 @@ lead it prints the wander `noise.wander` reads off each history (mean over histo
 true excess, the mean over histories and benchmarks of (x_h - mean)² - s² (1 + 1/n). Units are
 1e-4 of log variance (a run's variance is 10 at phi 0):
 
-    python bench/wander_calibration.py                # 1,000 histories each, two minutes
+    python bench/wander_calibration.py                # 1,000 histories each, about a minute
 """
 
 from __future__ import annotations

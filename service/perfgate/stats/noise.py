@@ -598,9 +598,10 @@ def wander(groups: Mapping[MetricKey, Sequence[np.ndarray]], *, lead: int = 1) -
     holding: benchmarks that wander slowly (thermal state, neighbours, a drifting clock) sit
     further from their past average than independent runs would, and the further the later the
     run. The wander is read off the runner's variogram v(k), half the typical square difference
-    of two runs k apart inside a segment, pooled over every segment of every metric with Cressie
-    and Hawkins' robust estimate (`_robust_semivariance`), to which v(k) = a + b (1 - ρ^k) is
-    fitted (`_fit_variogram`) over the lags that hold at least half as many pairs as lag 1. For
+    of two runs k apart inside a segment, pooled over every segment of every metric with the
+    differences beyond four robust spreads screened out (`_robust_semivariance`), to which
+    v(k) = a + b (1 - ρ^k) is fitted (`_fit_variogram`) over the lags that hold at least half as
+    many pairs as lag 1. For
     a baseline of n runs and a run h = n - 1 + lead runs on,
 
         E[(x_h - mean)²] = 2/n Σ_i v(h - i) - S/n²,    E[s²] = S / (n (n - 1)),
@@ -610,8 +611,7 @@ def wander(groups: Mapping[MetricKey, Sequence[np.ndarray]], *, lead: int = 1) -
     lead does not rest on the few runs that reach it. n is the typical current segment's length;
     df one per run after the first `MIN_HISTORY_RUNS` of a segment.
     """
-    sums: dict[int, float] = {}
-    counts: dict[int, int] = {}
+    differences: dict[int, list[np.ndarray]] = {}
     runs, lengths = 0, []
     for parts in groups.values():
         for part in parts:
@@ -619,17 +619,16 @@ def wander(groups: Mapping[MetricKey, Sequence[np.ndarray]], *, lead: int = 1) -
                 continue
             runs += part.size - MIN_HISTORY_RUNS
             for k in range(1, part.size):
-                differences = part[k:] - part[: part.size - k]
-                sums[k] = sums.get(k, 0.0) + float(np.sum(np.sqrt(np.abs(differences))))
-                counts[k] = counts.get(k, 0) + differences.size
+                differences.setdefault(k, []).append(part[k:] - part[: part.size - k])
         if parts and parts[-1].size > MIN_HISTORY_RUNS:
             lengths.append(parts[-1].size)
     if not runs or not lengths:
         return None
+    counts = {k: sum(d.size for d in found) for k, found in differences.items()}
     lags = np.arange(1, max(k for k in counts if 2 * counts[k] >= counts[1]) + 1)
     v = _fit_variogram(
         lags,
-        np.asarray([_robust_semivariance(sums[int(k)], counts[int(k)]) for k in lags]),
+        np.asarray([_robust_semivariance(np.concatenate(differences[int(k)])) for k in lags]),
         np.asarray([counts[int(k)] for k in lags], dtype=np.float64),
     )
     n = int(np.median(lengths))
@@ -675,14 +674,34 @@ def _fit_variogram(
     return v
 
 
-def _robust_semivariance(root_sum: float, count: int) -> float:
-    """Cressie and Hawkins' semivariance from the sum of |difference|^(1/2) over `count` pairs.
+# Differences further than this many robust spreads from 0 are screened out of the variogram.
+SCREEN_SPREADS = 4.0
+_CHI2_1_MEDIAN = 0.454936423119572  # median of a squared standard normal
+_SCREEN_KEPT = math.erf(SCREEN_SPREADS / math.sqrt(2.0))
+# E[z² | |z| < c] for a standard normal z: what the screen leaves of a normal variance.
+_SCREEN_LEFT = 1.0 - 2.0 * SCREEN_SPREADS * math.exp(-(SCREEN_SPREADS**2) / 2.0) / (
+    math.sqrt(2.0 * math.pi) * _SCREEN_KEPT
+)
 
-    Unbiased for normal differences, and a few far ones (a run that landed in a speed level its
-    benchmark's levels did not name, a step the detector placed a run off) move it by their
-    square root's share, not their square's.
+
+def _robust_semivariance(differences: np.ndarray) -> float:
+    """Half the mean square of `differences`, screened at `SCREEN_SPREADS` robust spreads.
+
+    The spread is the median square's (consistent at the normal), so a far difference cannot
+    widen its own screen; what passes is averaged as squares and rescaled by what the screen
+    takes from a normal, so the estimate is unbiased for normal differences and nearly as
+    efficient as their mean square. What it screens is what the variogram must not read as
+    wander: a step the detector placed a run off leaves its ±30% at every lag past it, and a run
+    that landed between a benchmark's speed levels sits far from both. Cressie and Hawkins'
+    |d|^(1/2) estimate, used before, counted each such difference by its square root
+    (docs/comparator.md, "The baseline").
     """
-    return 0.5 * (root_sum / count) ** 4 / (0.457 + 0.494 / count)
+    squares = differences**2
+    if not squares.size:
+        return 0.0
+    cut = SCREEN_SPREADS**2 * float(np.median(squares)) / _CHI2_1_MEDIAN
+    kept = squares[squares <= cut]
+    return 0.5 * float(np.mean(kept)) / _SCREEN_LEFT
 
 
 def _lead(runs: Sequence[PastRun], compared_at: datetime | None) -> int:
