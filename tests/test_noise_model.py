@@ -879,6 +879,23 @@ def test_a_step_in_history_is_a_change_of_level_not_noise() -> None:
     assert slower["b0"].threshold == pytest.approx(0.03)  # the step did not raise it
 
 
+def test_one_run_back_at_the_old_level_after_a_step_is_a_stray_not_a_mode() -> None:
+    # b0 30% slower until run 12, and one later process slowed back to about the old level (a
+    # burst). Taken for a process mode, it made the whole history one segment, whose baseline
+    # the old level pulled off the new one: 10 of the 20 false alarms in 1,300 results of the
+    # simulated `bursts` runner with a step in history.
+    suite = Suite(1450, sd=0.01)
+    history = _history_of(suite, 24, lambda i: {0: 1.3} if i < 12 or i == 17 else {})
+    past = noise.history_noise(history)
+    assert past.current[("b0", "time")].runs == 12
+    base, head = [suite.process(commit="a" * 40)], [suite.process(commit="c" * 40)]
+    result = _time(compare_documents(base, head, history=history))["b0"]
+    assert result.verdict not in ("regression", "improvement"), result.reason
+    # Back at the old level twice: the levels alternate, and the whole history is one segment.
+    moded = _history_of(suite, 24, lambda i: {0: 1.3} if i < 12 or i in (15, 19) else {})
+    assert noise.history_noise(moded).current[("b0", "time")].since is None
+
+
 def test_steps_benchmarks_take_at_their_own_runs_are_not_the_machine() -> None:
     # Each benchmark 30% slower before a run of its own (b0 until run 6, b1 until run 7, ...):
     # thirteen changes on main, no machine movement. Against each benchmark's median over all
