@@ -687,7 +687,7 @@ def test_a_step_placed_a_run_off_is_not_read_as_wander() -> None:
     # Independent runs at 3%, each benchmark's history cut in two; in seven of thirteen the
     # cut came a run early, so the current segment opens with one run of the old level, +30%.
     # Its differences sit at every lag past it; counted by their square roots (Cressie and
-    # Hawkins) they read 40% of a run's variance as wander, 6 runs ahead.
+    # Hawkins) they read 40% of a run's variance as wander for a head five runs on.
     rng = np.random.default_rng(4)
     found = []
     for _ in range(20):
