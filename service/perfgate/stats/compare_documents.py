@@ -295,14 +295,10 @@ def compare_documents(
         )
         is not None
     }
+    levels = {k: (_median_log(steady[k][0]), _median_log(steady[k][1])) for k in timed}
     differences = {
-        k: _median_log(steady[k][1])
-        - (
-            float(baselines[k].pooled(_median_log(steady[k][0])))
-            if k in baselines
-            else _median_log(steady[k][0])
-        )
-        for k in timed
+        k: head - (float(baselines[k].pooled(base)) if k in baselines else base)
+        for k, (base, head) in levels.items()
     }
     floors, machine = noise_model.build(
         keys=timed,
@@ -325,7 +321,19 @@ def compare_documents(
     shift = noise_model.unexplained_shift(differences, floors, machine)
     if shift is not None:
         floors = {k: noise_model.with_shared_shift(f, shift) for k, f in floors.items()}
-    elif (bounded := noise_model.bounded_by_observed_shift(differences, floors)) is not None:
+    elif (
+        bounded := noise_model.bounded_by_observed_shift(
+            differences,
+            floors,
+            samples=noise_model.shift_samples(
+                {k: base for k, (base, _) in levels.items()},
+                {k: head for k, (_, head) in levels.items()},
+                baselines,
+                past,
+            ),
+            shape=shape,
+        )
+    ) is not None:
         floors = bounded
     default_floor = _default_floor(floors, machine.var * shape.weights(1.0)[1])
 

@@ -402,6 +402,9 @@ class History:
     #: Each timed metric's speed levels in its current segment, as log offsets from the fastest
     #: (`modes.speed_levels`), where it shows more than one.
     levels: dict[MetricKey, tuple[float, ...]] = field(default_factory=dict)
+    #: Each run's machine factor (log, oldest first; zeros with too few benchmarks to read it):
+    #: what `Segment.residuals` took out of `Segment.raw`, times each metric's loading.
+    factors: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @classmethod
     def empty(cls, runs: int = 0) -> History:
@@ -524,6 +527,7 @@ def history_noise(runs: Sequence[PastRun], *, compared_at: datetime | None = Non
         wander=wander(inside, lead=_lead(runs, compared_at)),
         loadings=loadings,
         levels=levels,
+        factors=per_run,
     )
 
 

@@ -197,12 +197,23 @@ class Baseline:
     @property
     def base_share(self) -> float:
         """Var(baseline) over Var(one job's level): (1 + n·HUBER) / (n + 1)²."""
-        n = self.runs
-        return (1.0 + n * HUBER_FACTOR) / (n + 1) ** 2
+        return base_share(self.runs)
 
     def pooled(self, base_level: float | np.ndarray) -> float | np.ndarray:
         """The baseline from the base side's level (log): (base + n · history) / (n + 1)."""
         return (base_level + self.runs * self.level) / (self.runs + 1)
+
+    @property
+    def machine_free_level(self) -> float:
+        """The current segment's level with each run's machine factor taken out (log)."""
+        residuals = self.segment.residuals
+        return float(side_level(residuals, noise.qn_scale(residuals)))
+
+
+def base_share(runs: int) -> float:
+    """Var(baseline) over Var(one job's level) for the base side pooled with `runs` history
+    runs (1 for the base side alone)."""
+    return (1.0 + runs * HUBER_FACTOR) / (runs + 1) ** 2
 
 
 def history_baseline(
@@ -226,6 +237,39 @@ def segment_level(segment: noise.Segment) -> tuple[float, float]:
     """The current segment's level and job-to-job spread (log): Huber location, Qn scale."""
     spread = noise.qn_scale(segment.raw)
     return float(side_level(segment.raw, spread)), spread
+
+
+def shift_samples(
+    base_levels: Mapping[str, float],
+    head_levels: Mapping[str, float],
+    baselines: Mapping[str, Baseline],
+    history: noise.History,
+) -> dict[int, dict[str, float]]:
+    """For each size of baseline the comparison uses (0: the base side alone), the differences
+    the machine's shift for that size is read from (`bounded_by_observed_shift`).
+
+    A baseline of the base side and n history runs holds the machine's speed in those runs:
+    an unchanged benchmark's difference carries m_head - (m_base + S_n) / (n + 1), S_n the sum
+    of the last n runs' machine factors. Benchmarks whose history steps at different runs pool
+    different numbers of runs, each too few for a group of its own, but every benchmark with a
+    baseline shows that shift for any n: its head less (its base + n · its machine-free level +
+    its loading · S_n) / (n + 1). The base side alone (n = 0) is every benchmark's head less
+    its base.
+    """
+    samples = {0: {k: head_levels[k] - base_levels[k] for k in head_levels}}
+    for runs in sorted({b.runs for b in baselines.values()}):
+        machine = float(np.sum(history.factors[-runs:]))
+        samples[runs] = {
+            k: head_levels[k]
+            - (
+                base_levels[k]
+                + runs * b.machine_free_level
+                + history.loadings.get((k, "time"), 1.0) * machine
+            )
+            / (runs + 1)
+            for k, b in baselines.items()
+        }
+    return samples
 
 
 def off_level(segment: noise.Segment | None, value: float) -> float | None:
@@ -603,7 +647,11 @@ def unexplained_shift(
 
 
 def bounded_by_observed_shift(
-    differences: Mapping[str, float], floors: Mapping[str, NoiseFloor]
+    differences: Mapping[str, float],
+    floors: Mapping[str, NoiseFloor],
+    *,
+    samples: Mapping[int, Mapping[str, float]],
+    shape: SideShape,
 ) -> dict[str, NoiseFloor] | None:
     """Floors whose machine share is bounded by what this comparison shows the machine did
     between the sides; None where the rule does not apply.
@@ -622,6 +670,10 @@ def bounded_by_observed_shift(
     square in its variance), and the suite's finding keeps the spread (`_common_finding`), so
     a change of most of the suite still fails the gate. A shift beyond the spread
     (`unexplained_shift`) is handled before this, which then does not apply.
+
+    A baseline that pools history holds the machine of its runs too: `samples` gives, for each
+    size of baseline (`NoiseFloor.baseline_runs`), the differences c is read from for the
+    benchmarks of that size (`shift_samples`), and `shape` what a round's variance adds to them.
     """
     keys = [k for k in differences if k in floors]
     if len(keys) < noise.MIN_BENCHMARKS_FOR_COMMON:
@@ -630,34 +682,49 @@ def bounded_by_observed_shift(
         return None
     # One shift is shared by the benchmarks whose baselines hold the same runs: the base side
     # alone, or it pooled with history's last n runs (a benchmark whose segment is shorter
-    # averages the machine over fewer runs, so its share of the shift differs).
+    # averages the machine over fewer runs, so its share of the shift differs). Each group's
+    # shift is read off every benchmark that shows it (`shift_samples`), not the group alone.
     groups: dict[int, list[str]] = {}
     for key in keys:
         groups.setdefault(floors[key].baseline_runs, []).append(key)
     bounded = dict(floors)
     applied = False
-    for members in groups.values():
-        if len(members) < noise.MIN_BENCHMARKS_FOR_COMMON:
+    for runs, members in groups.items():
+        sample = {k: v for k, v in samples[runs].items() if k in floors}
+        if len(sample) < noise.MIN_BENCHMARKS_FOR_COMMON:
             continue
         applied = True
-        bounded.update(_bounded_group({k: differences[k] for k in members}, floors))
+        relative = [_relative_at(floors[k], runs, shape) for k in sample]
+        bounded.update(_bounded_group(sample, relative, members, floors))
     return bounded if applied else None
 
 
+def _relative_at(floor: NoiseFloor, runs: int, shape: SideShape) -> float:
+    """A benchmark's own variance (all but the machine's) against a baseline of `runs` history
+    runs (0: the base side alone), from what its floor holds for its own baseline."""
+    if runs == floor.baseline_runs:
+        return max(floor.var - floor.machine_var, 0.0)
+    rounds = floor.process_sigma**2 * shape.weights(base_share(runs))[0]
+    return rounds + floor.drift_var + (floor.wander_var if runs else 0.0)
+
+
 def _bounded_group(
-    differences: Mapping[str, float], floors: Mapping[str, NoiseFloor]
+    sample: Mapping[str, float],
+    relative: Sequence[float],
+    members: Sequence[str],
+    floors: Mapping[str, NoiseFloor],
 ) -> dict[str, NoiseFloor]:
-    """`bounded_by_observed_shift` for benchmarks that share one machine shift."""
-    keys = list(differences)
-    shift = float(np.median([differences[k] for k in keys]))
-    relative = [max(floors[k].var - floors[k].machine_var, 0.0) for k in keys]
-    spread = math.pi / 2 * float(np.median(relative)) / len(keys)
+    """`bounded_by_observed_shift` for the `members`, whose machine shift the benchmarks of
+    `sample` show (their differences against a baseline like the members', and each one's own
+    variance there, `relative`)."""
+    shift = float(np.median(list(sample.values())))
+    spread = math.pi / 2 * float(np.median(relative)) / len(sample)
     observed = shift**2 + spread
     # The bound's uncertainty is the median's spread, estimated from the benchmarks' own
     # variances: it has their typical degrees of freedom (the shift itself is observed).
-    observed_df = float(np.median([floors[k].relative_df for k in keys]))
+    observed_df = float(np.median([floors[k].relative_df for k in sample]))
     bounded: dict[str, NoiseFloor] = {}
-    for key in keys:
+    for key in members:
         floor = floors[key]
         # The shift the median benchmark shows, in the proportion this one follows the machine.
         share = observed * floor.loading**2
