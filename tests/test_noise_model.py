@@ -856,8 +856,8 @@ def test_steps_at_different_runs_still_bound_the_machine_by_the_suites_shift() -
     # Every benchmark steps +30% at a run of its own, so each pools a different number of
     # history runs into its baseline and none has four others pooling as many. The machine
     # moved 3% a job in history and stood still between base and head: each baseline size's
-    # shift is read off every benchmark whose current level reaches back that far, and bounds
-    # the machine's share. Per group of equal baselines only, no benchmark was bounded and
+    # shift is read off every benchmark with a baseline (`noise_model.shift_samples`), and
+    # bounds the machine's share. Per group of equal baselines only, no benchmark was bounded and
     # +10% of b3 was found in none of these 20 (the learnt ±3% a job stayed in every CI).
     found = 0
     for seed in range(20):

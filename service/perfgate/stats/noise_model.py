@@ -257,17 +257,14 @@ def shift_samples(
     its base.
     """
     samples = {0: {k: head_levels[k] - base_levels[k] for k in head_levels}}
+    free = {k: b.machine_free_level for k, b in baselines.items()}
     for runs in sorted({b.runs for b in baselines.values()}):
         machine = float(np.sum(history.factors[-runs:]))
         samples[runs] = {
             k: head_levels[k]
-            - (
-                base_levels[k]
-                + runs * b.machine_free_level
-                + history.loadings.get((k, "time"), 1.0) * machine
-            )
+            - (base_levels[k] + runs * level + history.loadings.get((k, "time"), 1.0) * machine)
             / (runs + 1)
-            for k, b in baselines.items()
+            for k, level in free.items()
         }
     return samples
 
