@@ -1,9 +1,10 @@
 """How often `perfgate compare` cries wolf and how often it finds a slowdown, on many noise shapes.
 
-    python bench/eval_comparator.py eval                 # everything (~13 min on 2 cores)
+    python bench/eval_comparator.py eval                 # everything (~16 min on 2 cores)
     python bench/eval_comparator.py eval --quick         # a smoke run (< 2 min)
     python bench/eval_comparator.py eval --shapes gauss-3 mixed --data none --pairs 20
     python bench/eval_comparator.py eval --shapes none --data interleaved --settings 3alt
+    python bench/eval_comparator.py eval --settings 1+late --steps-left-out  # same pairs, no steps
     python bench/eval_comparator.py bound                # only the oracle bounds (seconds)
     python bench/eval_comparator.py pooled bench/data/eval/sim100.json \
         bench/data/eval/recorded40.json                  # the pooled tables of saved files
@@ -17,9 +18,11 @@ every recorded dataset in `bench/data/comparator/*.tar.xz` (jobs of identical co
 another; a job with several rounds is split into single-round documents, but for three sequential
 rounds a side on a set recorded with three rounds a job, where each side is one whole job:
 `RecordedSource.whole_jobs`). Each is a time-ordered
-sequence of rounds, from which five settings build base and head sides: one round a side, three
+sequence of rounds, from which seven settings build base and head sides: one round a side, three
 rounds a side one after the other, three a side alternating (base, head, base, ...), one round a
-side with the 24 rounds before the base as the base branch's history, and one round a side with a
+side with the 24 rounds before the base as the base branch's history (as they were; with a ±30%
+step at a run of the middle half of every metric's history; with one 2-6 runs before history's
+end in a third of the metrics), and one round a side with a
 calibration record of the runner (`perfgate.stats.calibration.calibrate` of the 10 rounds before
 the base, as A/A rounds of one commit). Per pair it runs
 `compare_documents` as perfgate does on: A/A (false alarms, possible-regression flags, whether
@@ -65,7 +68,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -166,6 +169,12 @@ class Setting:
     #: Each benchmark's history holds a step of this size (the level before it this many
     #: times higher or lower, at a random run of the middle half): history with a change point.
     step: float = 0.0
+    #: If set, the step sits this many runs (a range, both ends included) before history's end
+    #: instead: a change too recent for the change-point detector's shortest segment, or just
+    #: long enough for it.
+    step_recent: tuple[int, int] | None = None
+    #: The share of metrics given a step (each drawn on its own); the rest keep their history.
+    step_share: float = 1.0
 
     @property
     def width(self) -> int:
@@ -193,6 +202,18 @@ SETTINGS = (
         oracle_of="1+hist",
     ),
     Setting(
+        "1 round + 24 history, +-30% step 2-6 runs ago in a third",
+        "1+late",
+        (0,),
+        (1,),
+        history=24,
+        power_target=False,
+        step=0.3,
+        step_recent=(2, 6),
+        step_share=1 / 3,
+        oracle_of="1+hist",
+    ),
+    Setting(
         "1 round + calibration",
         "1+cal",
         (0,),
@@ -204,6 +225,29 @@ SETTINGS = (
         steady_check=True,
     ),
 )
+
+
+#: The settings a run uses, by `short`: `SETTINGS`, or with `--steps-left-out` the settings with
+#: a step in history without it. The workers fork after it is filled and look settings up here.
+RUN_SETTINGS: dict[str, Setting] = {s.short: s for s in SETTINGS}
+
+
+def _without_step(setting: Setting) -> Setting:
+    """`setting` run with `--steps-left-out`: its pairs (drawn by `short`) without the step."""
+    return replace(setting, name=f"{setting.name}, steps left out", step=0.0)
+
+
+def _known_settings() -> list[Setting]:
+    """`SETTINGS` and their `--steps-left-out` runs: the settings saved rows may name."""
+    return [*SETTINGS, *(_without_step(s) for s in SETTINGS if s.step)]
+
+
+def _leave_out_steps() -> None:
+    """Every setting with a step in history runs without it, on the same pairs: against the
+    stepped rows, what the steps themselves cost."""
+    for short, setting in RUN_SETTINGS.items():
+        if setting.step:
+            RUN_SETTINGS[short] = _without_step(setting)
 
 
 @dataclass(frozen=True)
@@ -526,7 +570,16 @@ def _history(
     runs = [dict(m) for m in medians]
     if setting.step and runs:
         for key in sorted({k for run in runs for k in run}):
-            at = int(rng.integers(len(runs) // 4, 3 * len(runs) // 4 + 1))
+            # Every metric stepping within a few runs would move the runs' shared factor as a
+            # machine would; a change on main moves a few benchmarks at a time.
+            if setting.step_share < 1 and rng.random() >= setting.step_share:
+                continue
+            if setting.step_recent:
+                at = len(runs) - int(
+                    rng.integers(setting.step_recent[0], setting.step_recent[1] + 1)
+                )
+            else:
+                at = int(rng.integers(len(runs) // 4, 3 * len(runs) // 4 + 1))
             factor = (1 + setting.step) ** (1 if rng.random() < 0.5 else -1)
             for run in runs[:at]:
                 if key in run:
@@ -760,7 +813,7 @@ _SOURCES: dict[str, Source] = {}
 
 def _task(job: tuple[str, str, int, int, int]) -> tuple[str, str, int, dict[str, Any], float]:
     name, short, index, pairs, seed = job
-    setting = next(s for s in SETTINGS if s.short == short)
+    setting = RUN_SETTINGS[short]
     began = time.process_time()
     try:
         counts = evaluate_pair(_SOURCES[name], setting, index, pairs=pairs, seed=seed)
@@ -1059,7 +1112,9 @@ def render_pooled_by_kind(pools: Sequence[Mapping[str, Any]]) -> str:
         ),
     ):
         out += [f"**{title}**", "", head + " |", "|---" * (len(_KINDS) + 1) + "|"]
-        for setting in SETTINGS:
+        for setting in _known_settings():
+            if not any((setting.name, k) in by for k in _KINDS):
+                continue
             cells = [
                 cell(by[(setting.name, k)]) if (setting.name, k) in by else "–" for k in _KINDS
             ]
@@ -1070,7 +1125,7 @@ def render_pooled_by_kind(pools: Sequence[Mapping[str, Any]]) -> str:
 
 def over_target(summaries: Sequence[Mapping[str, Any]]) -> list[str]:
     """The rows over their false-alarm target (process-mode shapes apart), in words."""
-    settings = {s.name: s for s in SETTINGS}
+    settings = {s.name: s for s in _known_settings()}
     out = []
     for s in summaries:
         setting = settings.get(s["setting"])
@@ -1268,6 +1323,12 @@ def main() -> None:
         ev.add_argument("--seed", type=int, default=0)
         ev.add_argument("--workers", type=int, default=2)
         ev.add_argument("--quick", action="store_true", help="a small smoke run")
+        ev.add_argument(
+            "--steps-left-out",
+            action="store_true",
+            help="run the settings with a step in history on the same pairs without it (what "
+            "the steps themselves cost)",
+        )
         ev.add_argument("--out", type=Path, help=f"default {OUT} ({QUICK_OUT.name} with --quick)")
     args = parser.parse_args()
     if args.command == "pooled":
@@ -1293,6 +1354,8 @@ def main() -> None:
         args.oracle_draws = min(args.oracle_draws, 1000)
     if args.out is None:
         args.out = QUICK_OUT if args.quick else OUT
+    if args.steps_left_out:
+        _leave_out_steps()
     began = time.perf_counter()
     # The comparator is imported (and its sources hashed) before the workers fork, so that every
     # pair is judged by the code the JSON names even if the files change during the run.
@@ -1300,7 +1363,7 @@ def main() -> None:
 
     version = _comparator_version()
     sources = _build_sources(args)
-    settings = [s for s in SETTINGS if s.short in args.settings]
+    settings = [s for s in RUN_SETTINGS.values() if s.short in args.settings]
     rows = [
         Row(source, setting, _pairs_for(setting, args, source))
         for source in sources

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
 import numpy as np
 import pytest
 from scipy.stats import binom
@@ -54,6 +57,71 @@ def test_other_settings_and_one_round_sets_keep_single_round_documents() -> None
     assert not one.whole_jobs(SEQUENTIAL)
     assert len(one.placements(SEQUENTIAL)) > len(one.jobs)  # any three consecutive jobs
     assert len(one.pair(SEQUENTIAL, 0, pairs=1, seed=0).base) == 3
+
+
+@pytest.mark.parametrize(
+    ("short", "runs_since", "share"), [("1+step", (6, 18), 1.0), ("1+late", (2, 6), 1 / 3)]
+)
+def test_a_step_in_history_sits_where_its_setting_puts_it(
+    short: str, runs_since: tuple[int, int], share: float
+) -> None:
+    setting = next(s for s in ec.SETTINGS if s.short == short)
+    keys = [(f"b{j}", "time") for j in range(300)]
+    medians = [dict.fromkeys(keys, 1.0) for _ in range(24)]
+    started = [datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(hours=i) for i in range(24)]
+    history = ec._history(medians, setting, np.random.default_rng(0), started)
+    stepped = 0
+    for key in keys:
+        values = np.array([run.medians[key] for run in history])
+        if np.all(values == 1.0):
+            continue
+        stepped += 1
+        moved = np.flatnonzero(values != 1.0)
+        # The level before the step, ±30%, up to a run `runs_since` before history's end.
+        assert moved[0] == 0 and np.all(np.diff(moved) == 1)
+        assert runs_since[0] <= 24 - moved.size <= runs_since[1]
+        assert values[0] == pytest.approx(1.3) or values[0] == pytest.approx(1 / 1.3)
+    assert binom(len(keys), share).ppf(0.001) <= stepped <= binom(len(keys), share).ppf(0.999)
+
+
+def test_steps_left_out_keep_the_pairs_and_drop_only_the_steps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ec, "RUN_SETTINGS", dict(ec.RUN_SETTINGS))
+    stepped = ec.RUN_SETTINGS["1+late"]
+    ec._leave_out_steps()
+    flat = ec.RUN_SETTINGS["1+late"]
+    assert flat.step == 0.0 and flat.name == f"{stepped.name}, steps left out"
+    assert ec.RUN_SETTINGS["1+hist"] is next(s for s in ec.SETTINGS if s.short == "1+hist")
+    assert flat in ec._known_settings()
+    for source in (
+        ec.SimSource("gauss-1", m=13, seed=0, max_gap=8),
+        ec.RecordedSource(find("pinned")),
+    ):
+        with_step = source.pair(stepped, 3, pairs=10, seed=0)
+        without = source.pair(flat, 3, pairs=10, seed=0)
+        assert _medians(with_step.head) == _medians(without.head)
+        assert _medians(with_step.base) == _medians(without.base)
+        moved = [
+            key
+            for key in without.history[0].medians
+            if any(
+                a.medians[key] != b.medians[key]
+                for a, b in zip(with_step.history, without.history, strict=True)
+            )
+        ]
+        # A third of the metrics moved, each by the step alone (±30% before it).
+        assert 0 < len(moved) < len(without.history[0].medians)
+        for key in moved:
+            ratios = {
+                round(a.medians[key] / b.medians[key], 6)
+                for a, b in zip(with_step.history, without.history, strict=True)
+            }
+            assert ratios <= {1.0, round(1.3, 6), round(1 / 1.3, 6)} and len(ratios) == 2
+
+
+def _medians(documents: list[Any]) -> list[dict[tuple[str, str], float]]:
+    return [ec._medians(d) for d in documents]
 
 
 def test_false_alarm_interval_is_the_exact_binomial_one() -> None:
