@@ -1016,9 +1016,11 @@ def test_a_step_at_the_base_run_leaves_the_base_side_alone_and_says_so() -> None
     assert "baseline: the base side alone (it sits off history's level)" in result.noise
 
 
-def test_a_step_three_runs_ago_is_left_out_of_the_noise_and_the_baseline() -> None:
-    # Too few runs since the step for a level: the base side stands alone and says why, and
-    # the step's runs do not widen the benchmark's spread.
+def test_a_step_three_runs_ago_is_a_level_of_its_own_in_the_baseline() -> None:
+    # Too few runs since the step to measure their own spread, but a level: read with the spread
+    # history measured inside its segments, they join the base side in the baseline (before,
+    # the base side stood alone until the fifth run since), and the step's runs do not widen
+    # the benchmark's spread.
     suite = Suite(1500, sd=0.01)
     history = _stepped_history(suite, 24, at=21, key=4, step=1.3)
     past = noise.history_noise(history)
@@ -1028,7 +1030,18 @@ def test_a_step_three_runs_ago_is_left_out_of_the_noise_and_the_baseline() -> No
     head = [suite.process({4: 1.3 * 1.15}, commit="c" * 40)]
     result = _time(compare_documents(base, head, history=history))["b4"]
     assert result.verdict == "regression", result.reason
-    assert "last 3 runs, after the change at 22fffff: too few for a level" in result.noise
+    assert result.noise is not None
+    assert "history: last 3 runs, after the change at 22fffff" in result.noise
+    assert "baseline: base and its 3 history runs" in result.noise
+    assert result.baseline_runs == 3
+    # A base run 30% off those three runs' level is not pooled with them.
+    off = [suite.process({4: 1.3 * 1.3}, commit="a" * 40)]
+    alone = _time(compare_documents(off, head, history=history))["b4"]
+    assert alone.baseline_runs == 0
+    assert (
+        alone.noise is not None
+        and "the base side alone (it sits off history's level)" in alone.noise
+    )
 
 
 def test_the_pooled_baseline_travels_with_the_result_and_its_json() -> None:

@@ -290,7 +290,10 @@ def compare_documents(
         for k in timed
         if (
             found := noise_model.history_baseline(
-                past.current.get((k, "time")), _median_log(steady[k][0]), shape
+                past.current.get((k, "time")),
+                _median_log(steady[k][0]),
+                shape,
+                noise_model.job_spread(past, k),
             )
         )
         is not None

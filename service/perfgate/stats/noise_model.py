@@ -179,6 +179,9 @@ class SideShape:
 # history's job-to-job spreads of the current level: further off, the base run either drew an
 # outlier or is the first run of a new level, and one run cannot tell which.
 BASELINE_AGREEMENT = 3.0
+# The fewest runs since a step in history that join the baseline (`history_baseline`): the
+# recent-step rule finds none shorter (`noise.current_segment_start`).
+MIN_STEP_RUNS = 2
 
 
 @dataclass(frozen=True)
@@ -217,20 +220,43 @@ def base_share(runs: int) -> float:
 
 
 def history_baseline(
-    segment: noise.Segment | None, base_level: float, shape: SideShape
+    segment: noise.Segment | None,
+    base_level: float,
+    shape: SideShape,
+    spread: float | None = None,
 ) -> Baseline | None:
     """The pooled baseline of one benchmark, or None when the base side must stand alone.
 
     Alone when the sides alternated (their rounds share the machine's drift, which history's
-    runs do not), when the current segment is shorter than `MIN_HISTORY_RUNS`, or when the base
-    sits more than `BASELINE_AGREEMENT` job spreads from it.
+    runs do not), when the current segment is one run or, shorter than `MIN_HISTORY_RUNS`, does
+    not follow a step, or when the base sits more than `BASELINE_AGREEMENT` job spreads from it.
+    A segment that short is too few runs to measure its own spread: after a step
+    (`noise.current_segment_start`) its level is read with `spread`, the metric's job-to-job
+    spread that history measured inside its segments, and pooled like any other. Left out, a
+    change that landed on the base branch days ago made every comparison of the benchmark one
+    run against one run until its fifth run since.
     """
-    if shape.alternated or segment is None or segment.runs < noise.MIN_HISTORY_RUNS:
+    if shape.alternated or segment is None or not _is_level(segment):
         return None
-    level, spread = segment_level(segment)
+    if segment.runs >= noise.MIN_HISTORY_RUNS:
+        level, spread = segment_level(segment)
+    elif spread is not None:
+        level = float(side_level(segment.raw, spread))
+    else:
+        return None
     if abs(base_level - level) > BASELINE_AGREEMENT * spread:
         return None
     return Baseline(level=level, runs=segment.runs, segment=segment)
+
+
+def job_spread(history: noise.History, key: str) -> float | None:
+    """A timed metric's job-to-job spread (log) as history measured it inside its segments:
+    its own noise and its share of the machine's (None without a measure of its own)."""
+    own = history.metrics.get((key, "time"))
+    if own is None:
+        return None
+    machine = history.machine.var if history.machine is not None else 0.0
+    return math.sqrt(own.var + history.loadings.get((key, "time"), 1.0) ** 2 * machine)
 
 
 def segment_level(segment: noise.Segment) -> tuple[float, float]:
@@ -471,9 +497,16 @@ def _alone_because(segment: noise.Segment | None) -> str | None:
     """Why history did not join the baseline of sides measured one after the other."""
     if segment is None:
         return None
-    if segment.runs < noise.MIN_HISTORY_RUNS:
+    if not _is_level(segment):
         return f"{segment.describe()}: too few for a level"
     return "it sits off history's level"
+
+
+def _is_level(segment: noise.Segment) -> bool:
+    """Whether a current segment is a level the baseline may pool (`history_baseline`)."""
+    return segment.runs >= noise.MIN_HISTORY_RUNS or (
+        segment.since is not None and segment.runs >= MIN_STEP_RUNS
+    )
 
 
 # Below this many degrees of freedom a t's variance says little of its scale (infinite at 2).
