@@ -228,13 +228,14 @@ def history_baseline(
     """The pooled baseline of one benchmark, or None when the base side must stand alone.
 
     Alone when the sides alternated (their rounds share the machine's drift, which history's
-    runs do not), when the current segment is one run or, shorter than `MIN_HISTORY_RUNS`, does
-    not follow a step, or when the base sits more than `BASELINE_AGREEMENT` job spreads from it.
-    A segment that short is too few runs to measure its own spread: after a step
-    (`noise.current_segment_start`) its level is read with `spread`, the metric's job-to-job
-    spread that history measured inside its segments, and pooled like any other. Left out, a
-    change that landed on the base branch days ago made every comparison of the benchmark one
-    run against one run until its fifth run since.
+    runs do not), when the current segment is shorter than `MIN_HISTORY_RUNS` without a step
+    before it (or shorter than `MIN_STEP_RUNS`), or when the base sits more than
+    `BASELINE_AGREEMENT` job spreads from it. The runs since a recent step
+    (`noise.current_segment_start`) are too few to measure their own spread: their level is
+    read with `spread`, the metric's job-to-job spread that history measured inside its
+    segments (`job_spread`), and pooled like any other. Left out, a change that landed on the
+    base branch days ago made every comparison of the benchmark one run against one run until
+    its fifth run since.
     """
     if shape.alternated or segment is None or not _is_level(segment):
         return None
