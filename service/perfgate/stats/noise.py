@@ -723,6 +723,9 @@ def _lead(runs: Sequence[PastRun], compared_at: datetime | None) -> int:
 # A step fewer than MIN_HISTORY_RUNS runs ago is too short for the change-point detector; the
 # last few runs all this many spreads off the level before them, on one side, are one.
 RECENT_STEP_SPREADS = 3.0
+# The fewest runs since a step that `_recent_step` reads as one: a single run off the level is
+# an outlier as much as a step.
+MIN_STEP_RUNS = 2
 
 
 def _recent_step(residuals: np.ndarray) -> int:
@@ -731,7 +734,7 @@ def _recent_step(residuals: np.ndarray) -> int:
     Too short a segment to be a level, but its runs are not noise of the level before either:
     left in, they would widen every CI exactly while a team watches the benchmark.
     """
-    for k in range(MIN_HISTORY_RUNS - 1, 1, -1):
+    for k in range(MIN_HISTORY_RUNS - 1, MIN_STEP_RUNS - 1, -1):
         before, after = residuals[:-k], residuals[-k:]
         if before.size < MIN_HISTORY_RUNS:
             continue

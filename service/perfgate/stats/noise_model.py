@@ -179,9 +179,6 @@ class SideShape:
 # history's job-to-job spreads of the current level: further off, the base run either drew an
 # outlier or is the first run of a new level, and one run cannot tell which.
 BASELINE_AGREEMENT = 3.0
-# The fewest runs since a step in history that join the baseline (`history_baseline`): the
-# recent-step rule finds none shorter (`noise.current_segment_start`).
-MIN_STEP_RUNS = 2
 
 
 @dataclass(frozen=True)
@@ -229,7 +226,7 @@ def history_baseline(
 
     Alone when the sides alternated (their rounds share the machine's drift, which history's
     runs do not), when the current segment is shorter than `MIN_HISTORY_RUNS` without a step
-    before it (or shorter than `MIN_STEP_RUNS`), or when the base sits more than
+    before it (or shorter than `noise.MIN_STEP_RUNS`), or when the base sits more than
     `BASELINE_AGREEMENT` job spreads from it. The runs since a recent step
     (`noise.current_segment_start`) are too few to measure their own spread: their level is
     read with `spread`, the metric's job-to-job spread that history measured inside its
@@ -506,7 +503,7 @@ def _alone_because(segment: noise.Segment | None) -> str | None:
 def _is_level(segment: noise.Segment) -> bool:
     """Whether a current segment is a level the baseline may pool (`history_baseline`)."""
     return segment.runs >= noise.MIN_HISTORY_RUNS or (
-        segment.since is not None and segment.runs >= MIN_STEP_RUNS
+        segment.since is not None and segment.runs >= noise.MIN_STEP_RUNS
     )
 
 
