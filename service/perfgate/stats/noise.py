@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-from scipy import special
+from scipy import special, stats
 
 from perfgate.stats.changepoints import detect_change_points
 from perfgate.stats.loadings import measured_slopes, shrunk_loadings
@@ -281,27 +281,78 @@ def round_factors(matrix: np.ndarray) -> np.ndarray | None:
 
 
 def moderated(
-    own: Mapping[MetricKey, Evidence], pooled_default: Evidence
-) -> tuple[dict[MetricKey, Evidence], Evidence]:
+    own: Mapping[MetricKey, Evidence], pooled_default: Evidence, *, set_apart: bool = False
+) -> tuple[dict[MetricKey, Evidence], Evidence, frozenset[MetricKey]]:
     """Each metric's variance shrunk towards the pooled one by the weight its data earns.
 
     The prior (scale s0², worth d0 degrees of freedom) is estimated from how much the metrics'
     own estimates disagree beyond what their degrees of freedom explain (Smyth's moment method
     on log variances, as limma does): metrics that all share one scale pool fully, metrics with
-    truly different scales keep most of their own. Returns the moderated estimates (each with
-    df = own df + d0) and the prior.
+    truly different scales keep most of their own. With `set_apart`, a few metrics far noisier
+    than the rest (`scale_apart`: process modes, bursts) keep their own estimate and the others
+    pool by how much *they* disagree; otherwise the few alone read as scales that truly differ
+    and cost every other metric its pooling. Returns the moderated estimates (each with df =
+    own df + d0), the prior fitted to all of them (what a metric without evidence of its own
+    takes) and the metrics set apart.
     """
     usable = [e for e in own.values() if e.df > 0 and e.var > 0]
+    apart: frozenset[MetricKey] = frozenset()
     if len(usable) < 3:
         prior = pool(usable) or pooled_default
         prior = Evidence(var=prior.var, df=min(prior.df, pooled_default.df))
+        shared = prior
     else:
-        prior = _smyth_prior(usable)
+        prior = shared = _smyth_prior(usable)
+        split = scale_apart(own) if set_apart else None
+        if split is not None:
+            shared, apart = split
     out = {}
     for key, estimate in own.items():
-        df = estimate.df + prior.df
-        out[key] = Evidence(var=(estimate.df * estimate.var + prior.df * prior.var) / df, df=df)
-    return out, prior
+        if key in apart:
+            out[key] = estimate
+            continue
+        df = estimate.df + shared.df
+        out[key] = Evidence(var=(estimate.df * estimate.var + shared.df * shared.var) / df, df=df)
+    return out, prior, apart
+
+
+#: A metric is taken to have a scale of its own when its variance is beyond the upper
+#: 1 - APART_LEVEL / M quantile of what the others' shared scale predicts (Bonferroni over the
+#: M metrics): where all share one scale, one comparison in twenty sets one metric apart, and
+#: that metric then keeps its own estimate, which costs it pooling, never a false alarm.
+APART_LEVEL = 0.05
+
+
+def scale_apart(
+    own: Mapping[MetricKey, Evidence],
+) -> tuple[Evidence, frozenset[MetricKey]] | None:
+    """The prior the metrics share once the few far noisier than the rest are set apart.
+
+    Starts as if every metric shared the median variance with full weight, so that far-off
+    metrics cannot hide each other by widening the prior they are tested against; then sets
+    apart each metric whose variance is beyond that prior's F quantile (its own df against the
+    prior's) and fits the prior again to the rest, until the set stops changing. Only an upper
+    tail sets a metric apart: a quiet metric pulled up to the shared scale is conservative.
+    None where nothing is set apart, or where the metrics set apart would be half or more of
+    them (then the scales truly differ and the ordinary prior already says so).
+    """
+    keys = [k for k, e in own.items() if e.df > 0 and e.var > 0]
+    if len(keys) < 3:
+        return None
+    quantile = 1 - APART_LEVEL / len(keys)
+    prior = Evidence(var=float(np.median([own[k].var for k in keys])), df=MAX_PRIOR_DF)
+    apart: set[MetricKey] = set()
+    for _ in range(len(keys)):
+        found = {
+            k for k in keys if own[k].var / prior.var > stats.f.ppf(quantile, own[k].df, prior.df)
+        }
+        if not found or 2 * len(found) >= len(keys) or len(keys) - len(found) < 3:
+            return None
+        if found == apart:
+            break
+        apart = found
+        prior = _smyth_prior([own[k] for k in keys if k not in apart])
+    return prior, frozenset(apart)
 
 
 MAX_PRIOR_DF = 100.0

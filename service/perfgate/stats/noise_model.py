@@ -364,7 +364,14 @@ def build(
     # "The noise model").
     cross = noise.cross_section([differences[key] for key in keys])
     fallback = noise.with_fallback(_per_round(cross, typical_weight), noise.DEFAULT_PROCESS)
-    moderated, prior = noise.moderated(own, fallback)
+    # Alternated sides share the job, so their rounds see all that the difference holds but
+    # tails: there a few benchmarks far noisier than the rest keep their own scale and leave
+    # the rest their pooling. One side after the other, the rounds do not see how far each
+    # benchmark moves between the jobs, and the prior the noisier benchmarks widen is kept
+    # (docs/comparator.md, "The noise model").
+    moderated, prior, apart = noise.moderated(own, fallback, set_apart=shape.alternated)
+    for key, _ in apart:
+        sources[key].append("its own: far noisier than the rest")
     prior_source = (
         "runner's pooled scale" if own else ("cross-section" if cross is not None else "default")
     )
