@@ -18,8 +18,9 @@ every recorded dataset in `bench/data/comparator/*.tar.xz` (jobs of identical co
 another; a job with several rounds is split into single-round documents, but for three sequential
 rounds a side on a set recorded with three rounds a job, where each side is one whole job:
 `RecordedSource.whole_jobs`). Each is a time-ordered
-sequence of rounds, from which seven settings build base and head sides: one round a side, three
-rounds a side one after the other, three a side alternating (base, head, base, ...), one round a
+sequence of rounds, from which eight settings build base and head sides: one round a side, three
+rounds a side one after the other, three a side alternating (base, head, base, ...), the same
+with the 24 rounds before as the base branch's history (a pull request's default), one round a
 side with the 24 rounds before the base as the base branch's history (as they were; with a ±30%
 step at a run of the middle half of every metric's history; with one 2-6 runs before history's
 end in a third of the metrics), and one round a side with a
@@ -190,6 +191,18 @@ SETTINGS = (
     Setting("1 round", "1", (0,), (1,), allowed=0.03, target_effect=0.25, steady_check=True),
     Setting("3 rounds sequential", "3seq", (0, 1, 2), (3, 4, 5)),
     Setting("3 rounds alternating", "3alt", (0, 2, 4), (1, 3, 5), gap=False),
+    # What CI runs on a pull request by default with a store: alternating rounds, and the base
+    # branch's runs as history. Held to the alternating oracle: history should cost nothing.
+    Setting(
+        "3 rounds alternating + 24 history",
+        "3alt+hist",
+        (0, 2, 4),
+        (1, 3, 5),
+        history=24,
+        gap=False,
+        power_target=False,
+        oracle_of="3alt",
+    ),
     Setting("1 round + 24 history", "1+hist", (0,), (1,), history=24, power_target=False),
     Setting(
         "1 round + 24 history, +-30% step",

@@ -59,6 +59,25 @@ def test_other_settings_and_one_round_sets_keep_single_round_documents() -> None
     assert len(one.pair(SEQUENTIAL, 0, pairs=1, seed=0).base) == 3
 
 
+def test_alternating_rounds_with_history_alternate_after_24_runs_of_their_own() -> None:
+    # A pull request's default with a store: the comparator must see alternated sides (their
+    # rounds interleaved in time) and the 24 earlier rounds as separate runs of the base branch.
+    setting = ec.RUN_SETTINGS["3alt+hist"]
+    for source in (
+        ec.SimSource("gauss-3", m=13, seed=0, max_gap=8),
+        ec.RecordedSource(find("interleaved")),
+    ):
+        pair = source.pair(setting, 0, pairs=1, seed=0)
+        assert len(pair.history) == 24 and len(pair.base) == len(pair.head) == 3
+        starts = sorted(
+            [(d.run.started_at, "base") for d in pair.base]
+            + [(d.run.started_at, "head") for d in pair.head]
+        )
+        assert [side for _, side in starts] == ["base", "head"] * 3
+        last = pair.history[-1].started_at
+        assert last is not None and last < starts[0][0]
+
+
 @pytest.mark.parametrize(
     ("short", "runs_since", "share"), [("1+step", (6, 18), 1.0), ("1+late", (2, 6), 1 / 3)]
 )
