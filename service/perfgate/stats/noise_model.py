@@ -344,9 +344,9 @@ def build(
         if found is not None:
             history_sigma[key] = found.sigma
         # History's runs are separate jobs: their spread holds how far the benchmark moves
-        # between jobs, which alternated sides share and cancel. Their rounds measure what
-        # such a difference holds; a run's spread taken for a round's would be the drift
-        # between jobs, times the rounds a run had (docs/comparator.md, "The noise model").
+        # between jobs, which alternated sides share and cancel. Their own rounds measure what
+        # their difference holds; history's spread scaled to a round would add that drift,
+        # times the rounds a side ran (docs/comparator.md, "The noise model").
         if found is not None and (rounds is None or not shape.alternated):
             # A history run is a job of `rounds_base` rounds: its median's variance is a
             # round's divided by that, so the per-round figure is the job's times it.
