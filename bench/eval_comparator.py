@@ -1,6 +1,6 @@
 """How often `perfgate compare` cries wolf and how often it finds a slowdown, on many noise shapes.
 
-    python bench/eval_comparator.py eval                 # everything (~16 min on 2 cores)
+    python bench/eval_comparator.py eval                 # everything (~20 min on 2 cores)
     python bench/eval_comparator.py eval --quick         # a smoke run (< 2 min)
     python bench/eval_comparator.py eval --shapes gauss-3 mixed --data none --pairs 20
     python bench/eval_comparator.py eval --shapes none --data interleaved --settings 3alt
