@@ -296,16 +296,13 @@ def moderated(
     takes) and the metrics set apart.
     """
     usable = [e for e in own.values() if e.df > 0 and e.var > 0]
-    apart: frozenset[MetricKey] = frozenset()
     if len(usable) < 3:
         prior = pool(usable) or pooled_default
         prior = Evidence(var=prior.var, df=min(prior.df, pooled_default.df))
-        shared = prior
     else:
-        prior = shared = _smyth_prior(usable)
-        split = scale_apart(own) if set_apart else None
-        if split is not None:
-            shared, apart = split
+        prior = _smyth_prior(usable)
+    split = scale_apart(own) if set_apart else None
+    shared, apart = split or (prior, frozenset())
     out = {}
     for key, estimate in own.items():
         if key in apart:
