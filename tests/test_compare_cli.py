@@ -235,6 +235,29 @@ def test_history_runs_carry_their_start_times_oldest_first(db_url: str) -> None:
     assert [run.started_at for run in runs] == [start + timedelta(hours=s) for s in (1, 2, 3)]
 
 
+def test_history_runs_carry_their_rounds(db_url: str) -> None:
+    # A run of `perfgate run --rounds 3` pools three processes in each median: its spread and
+    # tails are a third of a round's (docs/comparator.md, "The noise model").
+    from perfgate.store.run_lookup import history_medians, resolve_project
+
+    with open_store(db_url) as store:
+        for seed, rounds in ((1, None), (2, [4, 4, 4]), (3, [6, 6])):
+            document = synthetic_document(benchmarks=3, samples=12, seed=seed)
+            if rounds:
+                for bench in document["benchmarks"]:
+                    bench["metrics"]["time"]["rounds"] = rounds
+            store_document(store.sessions, parse_document(document))
+        with store.sessions() as session:
+            project = resolve_project(session, name=None)
+            runs = history_medians(
+                session,
+                project_id=project.id,
+                branch="main",
+                before=datetime(2027, 1, 1, tzinfo=timezone.utc),
+            )
+    assert [run.rounds for run in runs] == [1, 3, 2]
+
+
 def test_the_runners_calibration_is_evidence(db_url: str) -> None:
     from perfgate.stats.calibration import calibrate
     from perfgate.store.calibrations import store_calibration

@@ -15,7 +15,7 @@ import pytest
 
 from perfgate.errors import UsageError
 from perfgate.results import ResultsDocument, parse_document
-from perfgate.stats import noise, noise_model
+from perfgate.stats import noise, noise_model, two_sample
 from perfgate.stats.calibration import Calibration, calibrate
 from perfgate.stats.compare_documents import compare_documents
 from perfgate.stats.model import POSSIBLE_REGRESSION, Comparison
@@ -87,8 +87,11 @@ class Suite:
         m: int = M,
         noisy: dict[int, tuple[float, float]] | None = None,
         follows: dict[int, float] | None = None,
+        tails: float | None = None,
     ) -> None:
         self.rng = np.random.default_rng(seed)
+        # Student-t process noise of this many df (scale `sd`) instead of normal.
+        self.tails = tails
         self.levels = np.exp(self.rng.normal(-7.0, 1.0, m))
         self.sd, self.machine, self.m = sd, machine, m
         self.noisy = noisy or {}
@@ -102,8 +105,11 @@ class Suite:
         sds = np.full(self.m, self.sd)
         for j, (process_sd, _) in self.noisy.items():
             sds[j] = process_sd
+        own = sds * (
+            self.rng.standard_t(self.tails, self.m) if self.tails else self.rng.normal(size=self.m)
+        )
         medians = self.levels * np.exp(
-            self.rng.normal(0.0, sds) + self.follows * self.rng.normal(0.0, self.machine or 1e-12)
+            own + self.follows * self.rng.normal(0.0, self.machine or 1e-12)
         )
         for j, factor in (factors or {}).items():
             medians[j] *= factor
@@ -807,6 +813,79 @@ def test_a_tail_the_runner_shares_is_taken_no_heavier_than_3_df() -> None:
     assert noise_model.shared_tail(8.0) == 8.0 and noise_model.shared_tail(None) is None
 
 
+def test_a_level_of_three_rounds_has_lighter_tails_than_one_round() -> None:
+    # A level that two far-off rounds of three must carry is far off about as often as one
+    # round is, squared: the tail weight doubles (`tail_for_rounds`). The fitted weights agree.
+    rng = np.random.default_rng(11)
+    one = noise.tail_df([0.03 * rng.standard_t(3, 24) for _ in range(40)])
+    three = noise.tail_df(
+        [two_sample.side_level(0.03 * rng.standard_t(3, (3, 24)), 0.03) for _ in range(40)]
+    )
+    assert one is not None and three is not None and three >= 1.5 * one, (one, three)
+    assert [noise_model.rounds_to_move(n) for n in (1, 2, 3, 4, 5)] == [1, 1, 2, 2, 3]
+    assert noise_model.tail_for_rounds(3.0, measured_on=1, rounds=3) == 6.0
+    assert noise_model.tail_for_rounds(8.0, measured_on=3, rounds=1) == 4.0
+    assert noise_model.tail_for_rounds(8.0, measured_on=3, rounds=3) == 8.0
+    # Shared, no lighter than 3 df as measured, nor as it stands for the side.
+    assert noise_model.shared_tail(1.5, measured_on=1, rounds=3) == 6.0
+    assert noise_model.shared_tail(4.0, measured_on=3, rounds=1) == 3.0
+
+
+def test_tails_history_measured_on_single_rounds_do_not_hold_three_alternating_rounds() -> None:
+    # Process noise with Student-t tails of 3 df; history's 24 runs of one round each measure
+    # them. Three alternating rounds a side have a level two of them must carry, with tails
+    # of about 6 df: taken at history's 3 df, +20% of b0 was found in 7 of these 20 seeds.
+    found = alarms = 0
+    for seed in range(20):
+        suite = Suite(seed, sd=0.03, tails=3.0)
+        history = _history(suite, 24)
+        base, head = suite.sides(3, {0: 1.2})
+        results = _time(compare_documents(base, head, history=history))
+        found += results["b0"].verdict == "regression"
+        alarms += sum(r.verdict in ("regression", "improvement") for r in results.values())
+    assert found >= 13, found
+    assert alarms - found <= 2, alarms
+
+
+def test_history_runs_of_several_rounds_are_read_as_such() -> None:
+    # The same medians as runs of one round and as runs of three: a run of three rounds holds
+    # a third of a round's variance (a round's is three times its spread, sides one after the
+    # other), and its tails are those of a level of three rounds.
+    suite = Suite(720, sd=0.02)
+    history = _history(suite, 24)
+    thirds = [dataclasses.replace(run, rounds=3) for run in history]
+    assert noise.history_noise(thirds).rounds == 3 and noise.history_noise(history).rounds == 1
+    base, head = [suite.process(commit="a" * 40)], [suite.process(commit="c" * 40)]
+
+    def process_spread(runs: list[noise.PastRun]) -> float:
+        text = _time(compare_documents(base, head, history=runs))["b0"].noise
+        assert text is not None and "history of 24 runs" in text
+        found = re.match(r"±([0-9.]+)% a process", text)
+        assert found is not None, text
+        return math.log1p(float(found.group(1)) / 100)
+
+    # (The text shows a tenth of a percent.)
+    expected = math.sqrt(3) * process_spread(history)
+    assert process_spread(thirds) == pytest.approx(expected, abs=0.0015)
+    heavy = noise.History.empty(24)
+    heavy = dataclasses.replace(heavy, tail=3.0)
+    shape = noise_model.SideShape(
+        rounds_base=3, rounds_head=3, jobs_base=1, jobs_head=1, alternated=True
+    )
+    args: dict[str, Any] = {
+        "keys": ["b0"],
+        "round_logs": {"b0": ([0.0, 0.01, -0.01], [0.0, 0.02, -0.02])},
+        "differences": {"b0": 0.0},
+        "factors": (None, None),
+        "shape": shape,
+        "calibration": None,
+    }
+    floors, _ = noise_model.build(history=heavy, **args)
+    assert floors["b0"].tail_df == 6.0
+    floors, _ = noise_model.build(history=dataclasses.replace(heavy, rounds=3), **args)
+    assert floors["b0"].tail_df == 3.0
+
+
 def test_most_of_the_suite_slower_with_one_round_still_fails_the_gate() -> None:
     # One round a side, no history: the machine's spread is the default's, with 3 df; the
     # suite's median change still stands out when 8 of 13 benchmarks moved +25%.
@@ -1114,6 +1193,17 @@ def test_a_step_three_runs_ago_is_a_level_of_its_own_in_the_baseline() -> None:
         alone.noise is not None
         and "the base side alone (it sits off history's level)" in alone.noise
     )
+
+
+def test_why_the_base_side_stands_alone_names_the_reason_that_held() -> None:
+    # Three runs since a step are a level only with the job spread history measured to read
+    # them by; without one they are too few, not off the level.
+    since = noise.Segment(raw=np.zeros(3), residuals=np.zeros(3), since="f" * 40)
+    assert noise_model.alone_because(since, 0.01) == "it sits off history's level"
+    assert noise_model.alone_because(since, None) == (
+        "history: last 3 runs, after the change at fffffff: too few for a level"
+    )
+    assert noise_model.alone_because(None, 0.01) is None
 
 
 def test_the_pooled_baseline_travels_with_the_result_and_its_json() -> None:

@@ -396,6 +396,8 @@ class PastRun:
     medians: Mapping[MetricKey, float]
     #: When it started; None where unknown (the wander is then measured one run ahead).
     started_at: datetime | None = None
+    #: How many rounds (separate processes) its medians pool: a job's `perfgate run --rounds N`.
+    rounds: int = 1
 
 
 @dataclass(frozen=True)
@@ -455,6 +457,9 @@ class History:
     #: Each run's machine factor (log, oldest first; zeros with too few benchmarks to read it):
     #: what `Segment.residuals` took out of `Segment.raw`, times each metric's loading.
     factors: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: The rounds a typical run pooled (the median run's): what the spreads and tail weights
+    #: above were measured on.
+    rounds: int = 1
 
     @classmethod
     def empty(cls, runs: int = 0) -> History:
@@ -578,6 +583,7 @@ def history_noise(runs: Sequence[PastRun], *, compared_at: datetime | None = Non
         loadings=loadings,
         levels=levels,
         factors=per_run,
+        rounds=max(1, round(float(np.median([run.rounds for run in runs])))),
     )
 
 

@@ -348,9 +348,9 @@ def build(
         # their difference holds; history's spread scaled to a round would add that drift,
         # times the rounds a side ran (docs/comparator.md, "The noise model").
         if found is not None and (rounds is None or not shape.alternated):
-            # A history run is a job of `rounds_base` rounds: its median's variance is a
-            # round's divided by that, so the per-round figure is the job's times it.
-            pieces.append(Evidence(var=found.var * shape.rounds_base, df=found.df))
+            # A history run is a job of its own rounds: its median's variance is a round's
+            # divided by that, so the per-round figure is the job's times it.
+            pieces.append(Evidence(var=found.var * history.rounds, df=found.df))
             sources[key].append(history.current[(key, "time")].describe())
         if calibration is not None:
             entry = calibration.metrics.get((key, "time"))
@@ -404,15 +404,24 @@ def build(
     # however much evidence the scale has. Unmeasured tails
     # are not assumed (a t with few df and the false-discovery correction together would cost
     # most of the power on ordinary noise; bench/eval_comparator.py measured it).
-    runner_tail = shared_tail(
-        history.tail or (calibration.tail_df if calibration is not None else None)
-    )
+    # Both measured on the levels of whole runs (a calibration's rounds are one process each),
+    # and taken for the level of the comparison's fewer-rounds side (`tail_for_rounds`).
+    side_rounds = min(shape.rounds_base, shape.rounds_head)
+    if history.tail is not None:
+        runner_tail = shared_tail(history.tail, measured_on=history.rounds, rounds=side_rounds)
+    else:
+        runner_tail = shared_tail(
+            calibration.tail_df if calibration is not None else None, rounds=side_rounds
+        )
     # A benchmark with no evidence of its own takes the pooled scale, widened where its calls
     # spread more inside a run than the suite's typical benchmark's do.
     widening = within_run_widening(keys, within or {})
     floors: dict[str, NoiseFloor] = {}
     for key in keys:
-        tail = history.tails.get((key, "time"), runner_tail) or math.inf
+        own_tail = history.tails.get((key, "time"))
+        if own_tail is not None:
+            own_tail = tail_for_rounds(own_tail, measured_on=history.rounds, rounds=side_rounds)
+        tail = own_tail or runner_tail or math.inf
         process = moderated.get((key, "time"))
         if process is None:
             process = Evidence(var=prior.var * widening[key] ** 2, df=prior.df)
@@ -442,7 +451,7 @@ def build(
             baseline_runs=baselines[key].runs if key in baselines else 0,
             alone_because=None
             if key in baselines or shape.alternated
-            else _alone_because(history.current.get((key, "time"))),
+            else alone_because(history.current.get((key, "time")), job_spread(history, key)),
             machine_assumed=machine_assumed,
             relative_df=process.df,
             tail_df=tail,
@@ -503,11 +512,13 @@ def _per_round(cross: Evidence | None, typical_weight: float) -> Evidence | None
     return None if cross is None else Evidence(var=cross.var / typical_weight, df=cross.df)
 
 
-def _alone_because(segment: noise.Segment | None) -> str | None:
-    """Why history did not join the baseline of sides measured one after the other."""
+def alone_because(segment: noise.Segment | None, spread: float | None) -> str | None:
+    """Why history did not join the baseline of sides measured one after the other
+    (`history_baseline` with the metric's job spread `spread`)."""
     if segment is None:
         return None
-    if not _is_level(segment):
+    # The runs since a recent step are read with the job spread; without one they are too few.
+    if not _is_level(segment) or (segment.runs < noise.MIN_HISTORY_RUNS and spread is None):
         return f"{segment.describe()}: too few for a level"
     return "it sits off history's level"
 
@@ -534,9 +545,31 @@ def tail_factor(tail: float) -> float:
     return (nu - 2.0) / nu
 
 
-def shared_tail(tail: float | None) -> float | None:
+def rounds_to_move(rounds: int) -> int:
+    """How many of a side's rounds must land far off together to carry its level with them.
+
+    The level of one or two rounds is their mean, which one far-off round moves; of three or
+    more it is a robust location (`side_level`), which about half of them must move: ⌈n/2⌉,
+    as for their median (Huber's location with a known scale needs one more for even n).
+    """
+    return max(1, (rounds + 1) // 2)
+
+
+def tail_for_rounds(tail: float, *, measured_on: int, rounds: int) -> float:
+    """A tail weight (t df) measured on levels of `measured_on` rounds, for a level of `rounds`.
+
+    A Student-t's tail falls as x^-ν. A level that k far-off rounds must carry together is far
+    off with probability about P(one round is)^k, a tail of x^-kν: the weight scales with
+    `rounds_to_move`. History's runs of one round measured at 3 df describe a side of three
+    alternating rounds at about 6.
+    """
+    return tail * rounds_to_move(rounds) / rounds_to_move(measured_on)
+
+
+def shared_tail(tail: float | None, *, measured_on: int = 1, rounds: int = 1) -> float | None:
     """The runner's tail weight as every benchmark without one of its own takes it: no lower
-    than `MIN_TAIL_FOR_SCALE`.
+    than `MIN_TAIL_FOR_SCALE` as measured (on levels of `measured_on` rounds), nor as it
+    stands for a side of `rounds` (`tail_for_rounds`).
 
     One weight shared by the whole suite (the calibration's, or history's for a benchmark whose
     own history does not measure it) is set by its heaviest-tailed benchmarks: on a recorded set
@@ -546,7 +579,12 @@ def shared_tail(tail: float | None) -> float | None:
     `tail_factor` already stops there. A benchmark's own tail, measured in its history, is
     kept as it is.
     """
-    return None if tail is None else max(tail, MIN_TAIL_FOR_SCALE)
+    if tail is None:
+        return None
+    measured = max(tail, MIN_TAIL_FOR_SCALE)
+    return max(
+        tail_for_rounds(measured, measured_on=measured_on, rounds=rounds), MIN_TAIL_FOR_SCALE
+    )
 
 
 def _within(values: np.ndarray, levels: Sequence[float]) -> Evidence | None:

@@ -109,7 +109,8 @@ def history_medians(
     fingerprint: str | None = None,
     limit: int = 30,
 ) -> list[PastRun]:
-    """Each of the last `limit` runs of `branch`, oldest first: its commit and sampled medians.
+    """Each of the last `limit` runs of `branch`, oldest first: its commit, sampled medians and
+    rounds.
 
     What the comparator's history noise model needs; reads only summary columns. With
     `fingerprint`, only runs measured on that runner class count: another machine's noise is
@@ -140,15 +141,24 @@ def history_medians(
             models.Benchmark.key,
             models.Measurement.metric,
             models.Measurement.median,
+            models.Measurement.rounds,
         )
         .join(models.Benchmark, models.Benchmark.id == models.Measurement.benchmark_id)
         .where(models.Measurement.run_id.in_(run_ids), models.Measurement.samples.is_not(None))
     )
     per_run: dict[str, dict[tuple[str, str], float]] = {run_id: {} for run_id in run_ids}
-    for run_id, key, metric, median in rows:
+    # A run's rounds (its processes): a sampled metric of several keeps a count per round.
+    rounds: dict[str, int] = dict.fromkeys(run_ids, 1)
+    for run_id, key, metric, median, counts in rows:
         per_run[run_id][(key, metric)] = median
+        rounds[run_id] = max(rounds[run_id], len(counts or ()))
     return [
-        PastRun(commit=commits[run_id], medians=per_run[run_id], started_at=started[run_id])
+        PastRun(
+            commit=commits[run_id],
+            medians=per_run[run_id],
+            started_at=started[run_id],
+            rounds=rounds[run_id],
+        )
         for run_id in reversed(run_ids)
     ]
 
