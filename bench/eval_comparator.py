@@ -151,8 +151,11 @@ class Setting:
     short: str
     base: tuple[int, ...]
     head: tuple[int, ...]
-    #: Rounds right before the base used as the base branch's history.
+    #: Runs of the base branch's history, right before the base.
     history: int = 0
+    #: Rounds each history run pools, consecutive (a main job of `perfgate run --rounds N`):
+    #: its median is the median of their pooled samples, as the store keeps a run's.
+    history_rounds: int = 1
     #: Whether the head window may start later than right after the base window.
     gap: bool = True
     #: False alarms allowed (the oracle spends exactly this) and the effect whose power is judged.
@@ -165,6 +168,9 @@ class Setting:
     calibration: int = 0
     #: Whose oracle bound this setting is held to (`short` of another setting), if not its own.
     oracle_of: str | None = None
+    #: Whose pairs this setting draws (`short` of another setting of the same layout), if not
+    #: its own: the same rounds, only read differently.
+    pairs_of: str | None = None
     #: Whether +50% of a steady benchmark must be found (one round a side, no history).
     steady_check: bool = False
     #: Each benchmark's history holds a step of this size (the level before it this many
@@ -184,7 +190,16 @@ class Setting:
     @property
     def before(self) -> int:
         """Rounds a placement needs before its base round: calibration, then history."""
-        return self.calibration + self.history
+        return self.calibration + self.history_rounds_total
+
+    @property
+    def history_rounds_total(self) -> int:
+        return self.history * self.history_rounds
+
+    @property
+    def drawn_as(self) -> str:
+        """The short name its pairs are drawn by."""
+        return self.pairs_of or self.short
 
 
 SETTINGS = (
@@ -202,6 +217,20 @@ SETTINGS = (
         gap=False,
         power_target=False,
         oracle_of="3alt",
+    ),
+    # The same rounds with main's runs as CI keeps them: jobs of three rounds
+    # (`perfgate run --rounds 3`, the action's default), eight of them.
+    Setting(
+        "3 rounds alternating + 8 history runs of 3 rounds",
+        "3alt+hist3",
+        (0, 2, 4),
+        (1, 3, 5),
+        history=8,
+        history_rounds=3,
+        gap=False,
+        power_target=False,
+        oracle_of="3alt",
+        pairs_of="3alt+hist",
     ),
     Setting("1 round + 24 history", "1+hist", (0,), (1,), history=24, power_target=False),
     Setting(
@@ -274,13 +303,14 @@ class Placement:
     gap: int
 
     def indices(self, setting: Setting) -> tuple[list[int], list[int], list[int]]:
-        history = list(range(self.start - setting.history, self.start))
+        """The history's rounds (`history_rounds` a run, in order), the base's and the head's."""
+        history = list(range(self.start - setting.history_rounds_total, self.start))
         base = [self.start + i for i in setting.base]
         head = [self.start + i + (self.gap if setting.gap else 0) for i in setting.head]
         return history, base, head
 
     def calibration_indices(self, setting: Setting) -> list[int]:
-        end = self.start - setting.history
+        end = self.start - setting.history_rounds_total
         return list(range(end - setting.calibration, end))
 
 
@@ -378,12 +408,14 @@ class SimSource(Source):
         return gaps, setting.before + setting.width + (self.max_gap if setting.gap else 0)
 
     def pair(self, setting: Setting, index: int, *, pairs: int, seed: int) -> Pair:
-        rng = np.random.default_rng([seed, noise_sim.stable_seed(self.name, setting.short), index])
+        rng = np.random.default_rng(
+            [seed, noise_sim.stable_seed(self.name, setting.drawn_as), index]
+        )
         gaps, length = self._layout(setting, rng, 1)
         logs = noise_sim.log_medians(self.suite, rng, 1, length)[0]
         placement = Placement(setting.before, int(gaps[0]))
         history, base, head = placement.indices(setting)
-        tag = f"{self.name}/{setting.short}/{index}"
+        tag = f"{self.name}/{setting.drawn_as}/{index}"
         # Base and head first, so that settings without calibration draw what they always drew.
         calibration = placement.calibration_indices(setting)
         docs = {
@@ -396,14 +428,26 @@ class SimSource(Source):
             )
             for i in [*base, *head, *calibration]
         }
-        past = [
-            {(k, "time"): float(math.exp(v)) for k, v in zip(self.keys, logs[i], strict=True)}
-            for i in history
-        ]
+        if setting.history_rounds == 1:
+            past = [
+                {(k, "time"): float(math.exp(v)) for k, v in zip(self.keys, logs[i], strict=True)}
+                for i in history
+            ]
+        else:
+            drawn = {i: noise_sim.round_samples(rng, logs[i]) for i in history}
+            past = [
+                {
+                    (k, "time"): float(np.median(np.concatenate([drawn[i][j] for i in run])))
+                    for j, k in enumerate(self.keys)
+                }
+                for run in _runs(history, setting)
+            ]
         return Pair(
             base=[_as_commit(docs[i], BASE_COMMIT) for i in base],
             head=[_as_commit(docs[i], HEAD_COMMIT) for i in head],
-            history=_history(past, setting, rng, [_started(i) for i in history]),
+            history=_history(
+                past, setting, rng, [_started(run[0]) for run in _runs(history, setting)]
+            ),
             calibration=_calibrate([docs[i] for i in calibration]),
             # Every simulated pair is a sequence of its own: only its own results share anything.
             jobs=(str(index), str(index)),
@@ -535,7 +579,7 @@ class RecordedSource(Source):
         if len(every) <= pairs:
             return every
         rng = np.random.default_rng(
-            [seed, noise_sim.stable_seed("pairs", self.name, setting.short)]
+            [seed, noise_sim.stable_seed("pairs", self.name, setting.drawn_as)]
         )
         return [every[i] for i in sorted(rng.choice(len(every), size=pairs, replace=False))]
 
@@ -552,10 +596,10 @@ class RecordedSource(Source):
             base=[_as_commit(d, BASE_COMMIT) for d in base_docs],
             head=[_as_commit(d, HEAD_COMMIT) for d in head_docs],
             history=_history(
-                [_medians(self.rounds[i]) for i in history],
+                [_medians(*(self.rounds[i] for i in run)) for run in _runs(history, setting)],
                 setting,
                 np.random.default_rng([seed, noise_sim.stable_seed("step", self.name), index]),
-                [self.rounds[i].run.started_at for i in history],
+                [self.rounds[run[0]].run.started_at for run in _runs(history, setting)],
             ),
             calibration=_calibrate(
                 [self.rounds[i] for i in placement.calibration_indices(setting)]
@@ -598,9 +642,15 @@ def _history(
                 if key in run:
                     run[key] *= 1 / factor if key[1] == "throughput" else factor
     return [
-        PastRun(commit=f"{i + 1:040x}", medians=run, started_at=at)
+        PastRun(commit=f"{i + 1:040x}", medians=run, started_at=at, rounds=setting.history_rounds)
         for i, (run, at) in enumerate(zip(runs, started, strict=True))
     ]
+
+
+def _runs(history: Sequence[int], setting: Setting) -> list[list[int]]:
+    """History's rounds as its runs, `setting.history_rounds` consecutive rounds each."""
+    size = setting.history_rounds
+    return [list(history[i : i + size]) for i in range(0, len(history), size)]
 
 
 def _samples(document: ResultsDocument, key: str) -> list[np.ndarray]:
@@ -608,14 +658,16 @@ def _samples(document: ResultsDocument, key: str) -> list[np.ndarray]:
     return [np.asarray(r) for r in bench.metrics["time"].round_slices()]
 
 
-def _medians(document: ResultsDocument) -> dict[tuple[str, str], float]:
-    """What the store keeps of a run for history: every sampled metric's median."""
-    return {
-        (bench.key, name): float(np.median(metric.samples))
-        for bench in document.benchmarks
-        for name, metric in bench.metrics.items()
-        if metric.samples
-    }
+def _medians(*documents: ResultsDocument) -> dict[tuple[str, str], float]:
+    """What the store keeps of a run for history: every sampled metric's median (of the
+    rounds' samples pooled, for a run of several rounds: `documents`)."""
+    pooled: dict[tuple[str, str], list[float]] = {}
+    for document in documents:
+        for bench in document.benchmarks:
+            for name, metric in bench.metrics.items():
+                if metric.samples:
+                    pooled.setdefault((bench.key, name), []).extend(metric.samples)
+    return {key: float(np.median(samples)) for key, samples in pooled.items()}
 
 
 # --- one pair, every scenario ------------------------------------------------------------------
@@ -666,7 +718,9 @@ def evaluate_pair(
     """Counts for one pair: A/A, each effect on one benchmark, and 60% of the suite slowed."""
     pair = source.pair(setting, index, pairs=pairs, seed=seed)
     keys = source.keys
-    rng = np.random.default_rng([seed, noise_sim.stable_seed("chosen", source.name, setting.short)])
+    rng = np.random.default_rng(
+        [seed, noise_sim.stable_seed("chosen", source.name, setting.drawn_as)]
+    )
     order = rng.permutation(len(keys))
     chosen = keys[order[index % len(keys)]]
     pick = np.random.default_rng([seed, noise_sim.stable_seed("suite", source.name), index])
@@ -760,7 +814,7 @@ def oracle(source: Source, setting: Setting, *, seed: int, draws: int) -> dict[s
     benchmarks differ, e.g. a few with process modes).
     """
     logs = source.aa_logs(setting, seed=seed, draws=draws)
-    base_n = setting.history + len(setting.base)
+    base_n = setting.history_rounds_total + len(setting.base)
     d = np.median(logs[:, base_n:], axis=1) - np.median(logs[:, :base_n], axis=1)
     adjusted = d - np.median(d, axis=1, keepdims=True)
     out: dict[str, Any] = {"pairs": len(d)}

@@ -78,6 +78,31 @@ def test_alternating_rounds_with_history_alternate_after_24_runs_of_their_own() 
         assert last is not None and last < starts[0][0]
 
 
+def test_history_of_three_round_runs_reads_the_same_rounds_as_jobs_of_three() -> None:
+    # CI keeps main's runs as jobs of `--rounds 3`: the setting draws the pairs of the one with
+    # 24 single-round runs and pools each three consecutive rounds into a run, its median that
+    # of their samples, as the store keeps it.
+    single, jobs = ec.RUN_SETTINGS["3alt+hist"], ec.RUN_SETTINGS["3alt+hist3"]
+    for source in (
+        ec.SimSource("gauss-3", m=13, seed=0, max_gap=8),
+        ec.RecordedSource(find("interleaved")),
+    ):
+        one = source.pair(single, 1, pairs=4, seed=0)
+        three = source.pair(jobs, 1, pairs=4, seed=0)
+        assert [d.model_dump() for d in three.base] == [d.model_dump() for d in one.base]
+        assert [d.model_dump() for d in three.head] == [d.model_dump() for d in one.head]
+        assert len(three.history) == 8 and {run.rounds for run in three.history} == {3}
+        assert [run.started_at for run in three.history] == [
+            run.started_at for run in one.history[::3]
+        ]
+        for k, run in enumerate(three.history):
+            parts = one.history[3 * k : 3 * k + 3]
+            for key, median in run.medians.items():
+                # A pooled median lies between its rounds' own (up to their sampling).
+                values = [p.medians[key] for p in parts]
+                assert min(values) * 0.99 <= median <= max(values) * 1.01, (key, values)
+
+
 @pytest.mark.parametrize(
     ("short", "runs_since", "share"), [("1+step", (6, 18), 1.0), ("1+late", (2, 6), 1 / 3)]
 )
