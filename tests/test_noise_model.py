@@ -882,6 +882,10 @@ def test_history_runs_of_several_rounds_are_read_as_such() -> None:
     }
     floors, _ = noise_model.build(history=heavy, **args)
     assert floors["b0"].tail_df == 6.0
+    # Where the tail weight, not the evidence, sets the t, the noise text names it.
+    capped = dataclasses.replace(floors["b0"], df=6.0, tail_factor=noise_model.tail_factor(6.0))
+    assert "; tails of a t with 6 df" in capped.describe()
+    assert "tails" not in dataclasses.replace(capped, tail_factor=1.0).describe()
     floors, _ = noise_model.build(history=dataclasses.replace(heavy, rounds=3), **args)
     assert floors["b0"].tail_df == 3.0
 

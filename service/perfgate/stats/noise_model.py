@@ -127,6 +127,9 @@ class NoiseFloor:
             text += f"; wander from history's level ±{expm1_or_inf(math.sqrt(self.wander_var)):.1%}"
         if abs(self.loading - 1.0) >= 0.005:
             text += f"; follows x{self.loading:.2f} of the machine's speed"
+        # The learnt tail weight, where it and not the evidence's df sets the t.
+        if self.tail_factor < 1.0:
+            text += f"; tails of a t with {self.tail_df:.3g} df"
         if len(self.levels) > 1:
             text += "; speed levels " + " / ".join(f"{exp_or_inf(v):.2f}x" for v in self.levels)
         if self.baseline_runs:
