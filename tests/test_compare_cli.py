@@ -16,7 +16,9 @@ from click.testing import CliRunner, Result
 from perfgate.cli import cli
 from perfgate.results import parse_document
 from perfgate.stats.compare_documents import compare_documents
-from perfgate.store.connect import open_store
+from perfgate.stats.noise import PastRun
+from perfgate.store.connect import Store, open_store
+from perfgate.store.run_lookup import history_medians, resolve_project
 from perfgate.store.uploads import store_document
 from synthetic import synthetic_document
 
@@ -215,22 +217,13 @@ def test_history_of_the_same_runner_is_evidence(db_url: str) -> None:
 def test_history_runs_carry_their_start_times_oldest_first(db_url: str) -> None:
     # The wander is measured as far ahead of history as the head started (docs/comparator.md):
     # that needs each history run's start, in order.
-    from perfgate.store.run_lookup import history_medians, resolve_project
-
     with open_store(db_url) as store:
         for seed in (3, 1, 2):  # uploaded out of order
             store_document(
                 store.sessions,
                 parse_document(synthetic_document(benchmarks=4, samples=10, seed=seed)),
             )
-        with store.sessions() as session:
-            project = resolve_project(session, name=None)
-            runs = history_medians(
-                session,
-                project_id=project.id,
-                branch="main",
-                before=datetime(2027, 1, 1, tzinfo=timezone.utc),
-            )
+        runs = _main_history(store)
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     assert [run.started_at for run in runs] == [start + timedelta(hours=s) for s in (1, 2, 3)]
 
@@ -238,8 +231,6 @@ def test_history_runs_carry_their_start_times_oldest_first(db_url: str) -> None:
 def test_history_runs_carry_their_rounds(db_url: str) -> None:
     # A run of `perfgate run --rounds 3` pools three processes in each median: its spread and
     # tails are a third of a round's (docs/comparator.md, "The noise model").
-    from perfgate.store.run_lookup import history_medians, resolve_project
-
     with open_store(db_url) as store:
         for seed, rounds in ((1, None), (2, [4, 4, 4]), (3, [6, 6])):
             document = synthetic_document(benchmarks=3, samples=12, seed=seed)
@@ -247,15 +238,20 @@ def test_history_runs_carry_their_rounds(db_url: str) -> None:
                 for bench in document["benchmarks"]:
                     bench["metrics"]["time"]["rounds"] = rounds
             store_document(store.sessions, parse_document(document))
-        with store.sessions() as session:
-            project = resolve_project(session, name=None)
-            runs = history_medians(
-                session,
-                project_id=project.id,
-                branch="main",
-                before=datetime(2027, 1, 1, tzinfo=timezone.utc),
-            )
+        runs = _main_history(store)
     assert [run.rounds for run in runs] == [1, 3, 2]
+
+
+def _main_history(store: Store) -> list[PastRun]:
+    """The store's history of main for its only project, as the comparator reads it."""
+    with store.sessions() as session:
+        project = resolve_project(session, name=None)
+        return history_medians(
+            session,
+            project_id=project.id,
+            branch="main",
+            before=datetime(2027, 1, 1, tzinfo=timezone.utc),
+        )
 
 
 def test_the_runners_calibration_is_evidence(db_url: str) -> None:

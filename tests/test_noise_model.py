@@ -847,6 +847,32 @@ def test_tails_history_measured_on_single_rounds_do_not_hold_three_alternating_r
     assert alarms - found <= 2, alarms
 
 
+def test_a_short_history_gives_no_benchmark_a_tail_weight_of_its_own() -> None:
+    # Eight runs of normal noise: fitted on their own, some benchmarks' weights came out heavy
+    # (in 15 of these 20 seeds; 1.5 df for three of 13 in an evaluation pair, whose +10% three
+    # alternating rounds then missed). Under `MIN_OWN_TAIL_VALUES` values a benchmark takes
+    # the typical benchmark's weight.
+    found = 0
+    for seed in range(20):
+        suite = Suite(seed + 1700, sd=0.01)
+        history = [dataclasses.replace(run, rounds=3) for run in _history(suite, 8)]
+        past = noise.history_noise(history)
+        assert len(set(past.tails.values())) == 1  # the typical benchmark's
+        base, head = suite.sides(3, {seed % M: 1.1})
+        found += _time(compare_documents(base, head, history=history))[f"b{seed % M}"].verdict == (
+            "regression"
+        )
+    assert found >= 19, found
+    table = np.linspace(0.0, 1.0, len(noise._TAIL_GRID))
+    # a's own data prefer 60 df, b's (and the runner's sum) 1.5; with too few values, a takes
+    # the typical benchmark's (the lower median, no heavier than a shared weight may be).
+    tables = {("a", "time"): table * 20, ("b", "time"): table[::-1] * 30}
+    runner, few = noise.tails_from(tables, {("a", "time"): 15, ("b", "time"): 30})
+    _, enough = noise.tails_from(tables, {("a", "time"): 16, ("b", "time"): 30})
+    assert runner == 1.5 and enough == {("a", "time"): 60.0, ("b", "time"): 1.5}
+    assert few[("a", "time")] == noise.MIN_SHARED_TAIL == 3.0
+
+
 def test_history_runs_of_several_rounds_are_read_as_such() -> None:
     # The same medians as runs of one round and as runs of three: a run of three rounds holds
     # a third of a round's variance (a round's is three times its spread, sides one after the
@@ -886,6 +912,8 @@ def test_history_runs_of_several_rounds_are_read_as_such() -> None:
     capped = dataclasses.replace(floors["b0"], df=6.0, tail_factor=noise_model.tail_factor(6.0))
     assert "; tails of a t with 6 df" in capped.describe()
     assert "tails" not in dataclasses.replace(capped, tail_factor=1.0).describe()
+    light = dataclasses.replace(capped, tail_df=60.0, tail_factor=noise_model.tail_factor(60.0))
+    assert "tails" not in light.describe()  # a t of 60 df is as good as normal
     floors, _ = noise_model.build(history=dataclasses.replace(heavy, rounds=3), **args)
     assert floors["b0"].tail_df == 3.0
 

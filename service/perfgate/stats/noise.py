@@ -568,8 +568,9 @@ def history_noise(runs: Sequence[PastRun], *, compared_at: datetime | None = Non
         # inside them, and on recorded runners a process lands further from a level than a fit
         # inside a few levels says.
         raw = tail_tables({key: timed_segments[key] for key in levels}, least=0) or {}
-        tail, tails = tails_from(tables)
-        _, as_recorded = tails_from({**tables, **raw})
+        counts = tail_values(timed_segments)
+        tail, tails = tails_from(tables, counts)
+        _, as_recorded = tails_from({**tables, **raw}, counts)
         tails.update({key: as_recorded[key] for key in raw})
     return History(
         metrics=metrics,
@@ -870,6 +871,14 @@ def _step_at(residuals: np.ndarray, start: int) -> int:
 _TAIL_GRID = (1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0, 60.0)
 # The fewest deviations a tail estimate is made from.
 MIN_TAIL_VALUES = 40
+# The fewest a metric's own tail weight is made from; with fewer it takes the runner's. On normal
+# values, 13 metrics' own weights (`tails_from`) came out at 3 df or heavier for 7% of metrics
+# of 8 values, 4% of 12, 1.4% of 16 and 0.3% of 24 (60 suites each).
+MIN_OWN_TAIL_VALUES = 16
+# A tail weight shared by benchmarks is taken no heavier than this (`noise_model.shared_tail`).
+MIN_SHARED_TAIL = 3.0
+# The shortest series (a segment of history, a benchmark's calibration rounds) a tail is fitted on.
+MIN_TAIL_SERIES = 6
 
 
 def tail_df(groups: Sequence[np.ndarray]) -> float | None:
@@ -897,7 +906,16 @@ def tail_dfs(
     none) keeps its own. Both are (None, {}) below `MIN_TAIL_VALUES` values.
     """
     tables = tail_tables(groups)
-    return (None, {}) if tables is None else tails_from(tables)
+    return (None, {}) if tables is None else tails_from(tables, tail_values(groups))
+
+
+def tail_values(groups: Mapping[MetricKey, Sequence[np.ndarray]]) -> dict[MetricKey, int]:
+    """How many values each metric's tail weight rests on (its series of `MIN_TAIL_SERIES` or
+    more)."""
+    return {
+        key: sum(len(g) for g in parts if len(g) >= MIN_TAIL_SERIES)
+        for key, parts in groups.items()
+    }
 
 
 def tail_tables(
@@ -906,7 +924,7 @@ def tail_tables(
     """Each metric's log-likelihood of its segments of at least 6 values under a t of each
     `_TAIL_GRID` df (free location and scale per segment); None below `least` values."""
     usable = {
-        key: [np.asarray(g, dtype=np.float64) for g in parts if len(g) >= 6]
+        key: [np.asarray(g, dtype=np.float64) for g in parts if len(g) >= MIN_TAIL_SERIES]
         for key, parts in groups.items()
     }
     usable = {key: parts for key, parts in usable.items() if parts}
@@ -918,13 +936,29 @@ def tail_tables(
     }
 
 
-def tails_from(tables: Mapping[MetricKey, np.ndarray]) -> tuple[float, dict[MetricKey, float]]:
+def tails_from(
+    tables: Mapping[MetricKey, np.ndarray], values: Mapping[MetricKey, int]
+) -> tuple[float, dict[MetricKey, float]]:
     """The runner's tail weight from `tail_tables` and each metric's, shrunk towards it (the
-    runner's average table as a prior, worth one metric's data)."""
+    runner's average table as a prior, worth one metric's data); a metric of fewer than
+    `MIN_OWN_TAIL_VALUES` `values` takes the typical metric's (the median of those, at least
+    `MIN_SHARED_TAIL`). A t's tails show in about one normal
+    value in twenty beyond two spreads: a few values say nothing of them, and the free scale
+    of a t with few degrees of freedom fits one far-off value among them better than a normal
+    does (a history of 8 runs gave three of a normal suite's 13 benchmarks 1.5 df)."""
     total = np.sum(list(tables.values()), axis=0)
     prior = total / len(tables)
     runner = _TAIL_GRID[int(np.argmax(total))]
-    return runner, {key: _TAIL_GRID[int(np.argmax(t + prior))] for key, t in tables.items()}
+    own = {key: _TAIL_GRID[int(np.argmax(t + prior))] for key, t in tables.items()}
+    # The typical benchmark's, no heavier than a weight the runner shares may be: one weight
+    # fitted to all of them is set by the heaviest (a few process modes' jumps in runs of
+    # several rounds, where their levels blur), which the typical one does not have.
+    # (The lower median: an even count's middle pair is split to the heavier side.)
+    typical = max(sorted(own.values())[(len(own) - 1) // 2], MIN_SHARED_TAIL)
+    return runner, {
+        key: weight if values.get(key, 0) >= MIN_OWN_TAIL_VALUES else typical
+        for key, weight in own.items()
+    }
 
 
 def _t_loglik(values: np.ndarray, nu: float, iterations: int = 30) -> float:

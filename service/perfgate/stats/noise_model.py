@@ -127,8 +127,8 @@ class NoiseFloor:
             text += f"; wander from history's level ±{expm1_or_inf(math.sqrt(self.wander_var)):.1%}"
         if abs(self.loading - 1.0) >= 0.005:
             text += f"; follows x{self.loading:.2f} of the machine's speed"
-        # The learnt tail weight, where it and not the evidence's df sets the t.
-        if self.tail_factor < 1.0:
+        # The learnt tail weight, where it and not the evidence's df sets the t and is heavy.
+        if self.tail_factor < 1.0 and self.tail_df < SHOWN_TAIL_DF:
             text += f"; tails of a t with {self.tail_df:.3g} df"
         if len(self.levels) > 1:
             text += "; speed levels " + " / ".join(f"{exp_or_inf(v):.2f}x" for v in self.levels)
@@ -141,6 +141,9 @@ class NoiseFloor:
 
 # A spread of ±0.05% or more shows as ±0.1% in the noise text.
 SHOWN_VAR = 0.0005**2
+# A tail weight is named below this many df: from 30 on, the t's quantile the false-discovery
+# correction asks of one changed benchmark among 13 (p = 0.05 / 13) is within 9% of the normal's.
+SHOWN_TAIL_DF = 30.0
 
 # n · Var(side level of n rounds) / σ² for normal rounds: Huber's location at k = 1.5 is 96%
 # as efficient as the mean (one or two rounds: the mean itself).
