@@ -871,9 +871,9 @@ def _step_at(residuals: np.ndarray, start: int) -> int:
 _TAIL_GRID = (1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0, 30.0, 60.0)
 # The fewest deviations a tail estimate is made from.
 MIN_TAIL_VALUES = 40
-# The fewest a metric's own tail weight is made from; with fewer it takes the runner's. On normal
-# values, 13 metrics' own weights (`tails_from`) came out at 3 df or heavier for 7% of metrics
-# of 8 values, 4% of 12, 1.4% of 16 and 0.3% of 24 (60 suites each).
+# The fewest a metric's own tail weight is made from; with fewer it takes the typical metric's
+# (`tails_from`). On normal values, 13 metrics' own weights came out at 3 df or heavier for 7%
+# of metrics of 8 values, 4% of 12, 1.4% of 16 and 0.3% of 24 (60 suites each).
 MIN_OWN_TAIL_VALUES = 16
 # A tail weight shared by benchmarks is taken no heavier than this (`noise_model.shared_tail`).
 MIN_SHARED_TAIL = 3.0
@@ -942,10 +942,10 @@ def tails_from(
     """The runner's tail weight from `tail_tables` and each metric's, shrunk towards it (the
     runner's average table as a prior, worth one metric's data); a metric of fewer than
     `MIN_OWN_TAIL_VALUES` `values` takes the typical metric's (the median of those, at least
-    `MIN_SHARED_TAIL`). A t's tails show in about one normal
-    value in twenty beyond two spreads: a few values say nothing of them, and the free scale
-    of a t with few degrees of freedom fits one far-off value among them better than a normal
-    does (a history of 8 runs gave three of a normal suite's 13 benchmarks 1.5 df)."""
+    `MIN_SHARED_TAIL`). A t's tails show in about one normal value in twenty beyond two
+    spreads: a few values say nothing of them, and the free scale of a t with few degrees of
+    freedom fits one far-off value among them better than a normal does (a history of 8 runs
+    gave three of a normal suite's 13 benchmarks 1.5 df)."""
     total = np.sum(list(tables.values()), axis=0)
     prior = total / len(tables)
     runner = _TAIL_GRID[int(np.argmax(total))]
