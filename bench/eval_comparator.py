@@ -1,7 +1,7 @@
 """How often `perfgate compare` cries wolf and how often it finds a slowdown, on many noise shapes.
 
-    python bench/eval_comparator.py eval                 # everything (~20 min on 2 cores)
-    python bench/eval_comparator.py eval --quick         # a smoke run (< 2 min)
+    python bench/eval_comparator.py eval                 # everything (~24 min on 2 cores)
+    python bench/eval_comparator.py eval --quick         # a smoke run (2-3 min)
     python bench/eval_comparator.py eval --shapes gauss-3 mixed --data none --pairs 20
     python bench/eval_comparator.py eval --shapes none --data interleaved --settings 3alt
     python bench/eval_comparator.py eval --settings 1+late --steps-left-out  # same pairs, no steps
@@ -428,6 +428,7 @@ class SimSource(Source):
             )
             for i in [*base, *head, *calibration]
         }
+        # A run of one round is that round's drawn median, as every setting always drew it.
         if setting.history_rounds == 1:
             past = [
                 {(k, "time"): float(math.exp(v)) for k, v in zip(self.keys, logs[i], strict=True)}

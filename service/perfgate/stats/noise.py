@@ -875,7 +875,9 @@ MIN_TAIL_VALUES = 40
 # (`tails_from`). On normal values, 13 metrics' own weights came out at 3 df or heavier for 7%
 # of metrics of 8 values, 4% of 12, 1.4% of 16 and 0.3% of 24 (60 suites each).
 MIN_OWN_TAIL_VALUES = 16
-# A tail weight shared by benchmarks is taken no heavier than this (`noise_model.shared_tail`).
+# Below this many degrees of freedom a t's variance says little of its scale (infinite at 2): a
+# weight shared by benchmarks is taken no heavier (`noise_model.shared_tail`), and a variance is
+# turned into a t's scale as at this weight at most (`noise_model.tail_factor`).
 MIN_SHARED_TAIL = 3.0
 # The shortest series (a segment of history, a benchmark's calibration rounds) a tail is fitted on.
 MIN_TAIL_SERIES = 6

@@ -536,8 +536,7 @@ def _is_level(segment: noise.Segment) -> bool:
     )
 
 
-# Below this many degrees of freedom a t's variance says little of its scale (infinite at 2).
-MIN_TAIL_FOR_SCALE = 3.0
+MIN_TAIL_FOR_SCALE = noise.MIN_SHARED_TAIL
 
 
 def tail_factor(tail: float) -> float:
