@@ -780,6 +780,33 @@ def test_a_step_placed_a_run_off_is_not_read_as_wander() -> None:
     assert np.mean(found) < 0.15 * 0.03**2
 
 
+def test_normal_runs_read_as_normal_once_the_machine_factor_is_taken_out() -> None:
+    # 24 runs of 13 benchmarks with normal 3% process noise and no machine at all. A run's
+    # factor is the median benchmark's deviation: taken out of every benchmark, it leaves the
+    # benchmark that was that median exactly on its level, a peak at nothing in about one run
+    # of 13 that a t with a free scale reads as tails (64 of these 260 benchmarks at 10 df or
+    # heavier, where their values as drawn give 26). Tails are measured against the factor of
+    # the other benchmarks (23).
+    heavy = []
+    for seed in range(20):
+        history = _history(Suite(900 + seed, sd=0.03), 24)
+        found = noise.history_noise(history)
+        heavy.append(sum(weight <= 10 for weight in found.tails.values()))
+    assert sum(heavy) <= 45, heavy
+
+
+def test_normal_calibration_rounds_give_the_runner_light_tails() -> None:
+    # The same peak in a calibration's rounds, whose factors are the median benchmark's too:
+    # measured against the round factors of the other benchmarks, normal rounds give the runner
+    # normal tails (13 benchmarks of 20 rounds: 1 seed of 30 at 10 df or heavier, against 7).
+    heavy = 0
+    for seed in range(30):
+        suite = Suite(950 + seed, sd=0.03)
+        record = calibrate([suite.process(commit="e" * 40) for _ in range(20)])
+        heavy += record.tail_df is not None and record.tail_df <= 10
+    assert heavy <= 4, heavy
+
+
 def test_process_modes_in_history_are_neither_the_runners_tails_nor_its_wander() -> None:
     # Three of thirteen benchmarks land 2x slow in about one process of seven; the rest are
     # steady at 2%. Their jumps between levels are modes, not tails: counted as tails they set

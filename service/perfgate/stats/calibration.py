@@ -151,7 +151,10 @@ def calibrate(documents: Sequence[ResultsDocument]) -> Calibration:
             f"calibration needs at least {MIN_ROUNDS} rounds of the suite; these runs hold {rounds}"
         )
     aligned = [key for key in time_keys if len(logs[key]) == rounds]
-    factors = noise.round_factors(np.asarray([logs[key] for key in aligned]))
+    matrix = np.asarray([logs[key] for key in aligned])
+    factors = noise.round_factors(matrix)
+    apart = noise.round_factors_without_each(matrix)
+    others = dict(zip(aligned, apart, strict=True)) if apart is not None else {}
     machine = noise.Evidence.of(factors) if factors is not None else None
     metrics: dict[MetricKey, MetricNoise] = {}
     tails: list[np.ndarray] = []
@@ -166,7 +169,9 @@ def calibrate(documents: Sequence[ResultsDocument]) -> Calibration:
         df = int(array.size - len(levels))
         if df < 1:
             continue
-        if key[1] == "time":
+        if key in others:
+            tails.append(within_levels(np.asarray(values) - others[key], levels))
+        elif key[1] == "time":
             tails.append(residuals)
         sigma = math.sqrt(float(np.sum((residuals - residuals.mean()) ** 2)) / df)
         metrics[key] = MetricNoise(

@@ -522,6 +522,7 @@ def history_noise(runs: Sequence[PastRun], *, compared_at: datetime | None = Non
     loadings = shrunk_loadings(measured_slopes(fits))
     metrics: dict[MetricKey, Evidence] = {}
     segments: dict[MetricKey, list[np.ndarray]] = {}
+    tail_parts: dict[MetricKey, list[np.ndarray]] = {}
     current: dict[MetricKey, Segment] = {}
     commits = [run.commit for run in runs]
     for j, key in enumerate(keys):
@@ -537,6 +538,14 @@ def history_noise(runs: Sequence[PastRun], *, compared_at: datetime | None = Non
         cuts = [0, *([start] if start else []), residuals.size]
         parts = [residuals[a:b] for a, b in itertools.pairwise(cuts)]
         segments[key] = parts
+        if others is not None and key[1] == "time":
+            # Tails against the other benchmarks' factor: a run's median over benchmarks is,
+            # for a benchmark that sat in the middle of them, its own value, so its residual
+            # there is exactly nothing; each benchmark has such a run in every 13 or so, and a t
+            # with a free scale reads that peak as tails (pure normal runs of 24: 28% of 13
+            # benchmarks at 10 df or heavier, against 12% so and 11% of the values as drawn).
+            free = raw - loading * others[column[j]][present]
+            tail_parts[key] = [free[a:b] for a, b in itertools.pairwise(cuts)]
         current[key] = Segment(
             raw=raw[start:],
             residuals=residuals[start:],
@@ -561,13 +570,19 @@ def history_noise(runs: Sequence[PastRun], *, compared_at: datetime | None = Non
     }
     tail: float | None = None
     tails: dict[MetricKey, float] = {}
-    tables = tail_tables(inside)
+    tailed = {key: tail_parts.get(key, parts) for key, parts in timed_segments.items()}
+    tables = tail_tables(
+        {
+            key: inside_levels(parts, levels[key]) if key in levels else parts
+            for key, parts in tailed.items()
+        }
+    )
     if tables is not None:
         # A benchmark with levels keeps the tail weight of its values as they are, shrunk
         # towards the runner's raw one: with a few runs a level its tails cannot be measured
         # inside them, and on recorded runners a process lands further from a level than a fit
         # inside a few levels says.
-        raw = tail_tables({key: timed_segments[key] for key in levels}, least=0) or {}
+        raw = tail_tables({key: tailed[key] for key in levels}, least=0) or {}
         counts = tail_values(timed_segments)
         tail, tails = tails_from(tables, counts)
         _, as_recorded = tails_from({**tables, **raw}, counts)
@@ -586,6 +601,21 @@ def history_noise(runs: Sequence[PastRun], *, compared_at: datetime | None = Non
         factors=per_run,
         rounds=max(1, round(float(np.median([run.rounds for run in runs])))),
     )
+
+
+def round_factors_without_each(matrix: np.ndarray) -> np.ndarray | None:
+    """Each benchmark's rounds' machine factors from the other benchmarks alone, from the
+    (benchmarks x rounds) matrix `round_factors` takes; None where it gives none.
+
+    Tails are measured against these: `round_factors`' median is, in a round where a benchmark
+    sat in the middle of the suite, that benchmark's own deviation, and its residual there is
+    exactly nothing, a peak a t with a free scale reads as tails (`history_noise`).
+    """
+    if round_factors(matrix) is None:
+        return None
+    deviations = matrix - matrix.mean(axis=1, keepdims=True)
+    present = ~np.isnan(deviations)
+    return np.asarray(medians_without_each(deviations, present, least=1))
 
 
 def level_offsets(values: np.ndarray) -> tuple[float, ...]:
