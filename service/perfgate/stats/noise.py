@@ -542,8 +542,9 @@ def history_noise(runs: Sequence[PastRun], *, compared_at: datetime | None = Non
             # Tails against the other benchmarks' factor: a run's median over benchmarks is,
             # for a benchmark that sat in the middle of them, its own value, so its residual
             # there is exactly nothing; each benchmark has such a run in every 13 or so, and a t
-            # with a free scale reads that peak as tails (pure normal runs of 24: 28% of 13
-            # benchmarks at 10 df or heavier, against 12% so and 11% of the values as drawn).
+            # with a free scale reads that peak as tails (24 normal runs of 13 benchmarks, 60
+            # suites: 28% of the weights at 10 df or heavier; against the others' factor 12%, on
+            # the values as drawn 11%).
             free = raw - loading * others[column[j]][present]
             tail_parts[key] = [free[a:b] for a, b in itertools.pairwise(cuts)]
         current[key] = Segment(
