@@ -273,11 +273,20 @@ def round_factors(matrix: np.ndarray) -> np.ndarray | None:
     machine ran c times slower gets a factor exactly log(c) apart from the others; the factor is
     the median over benchmarks. The factors sum to about zero: dividing them out moves no side.
     """
-    if matrix.ndim != 2 or matrix.shape[0] < MIN_BENCHMARKS_FOR_COMMON or matrix.shape[1] < 2:
+    deviations = _round_deviations(matrix)
+    if deviations is None:
         return None
-    deviations = matrix - matrix.mean(axis=1, keepdims=True)
     factors: np.ndarray = np.median(deviations, axis=0)
     return factors
+
+
+def _round_deviations(matrix: np.ndarray) -> np.ndarray | None:
+    """Each benchmark's rounds less their mean (`round_factors`); None with too few benchmarks
+    or rounds for a factor."""
+    if matrix.ndim != 2 or matrix.shape[0] < MIN_BENCHMARKS_FOR_COMMON or matrix.shape[1] < 2:
+        return None
+    deviations: np.ndarray = matrix - matrix.mean(axis=1, keepdims=True)
+    return deviations
 
 
 def moderated(
@@ -612,11 +621,10 @@ def round_factors_without_each(matrix: np.ndarray) -> np.ndarray | None:
     sat in the middle of the suite, that benchmark's own deviation, and its residual there is
     exactly nothing, a peak a t with a free scale reads as tails (`history_noise`).
     """
-    if round_factors(matrix) is None:
+    deviations = _round_deviations(matrix)
+    if deviations is None:
         return None
-    deviations = matrix - matrix.mean(axis=1, keepdims=True)
-    present = ~np.isnan(deviations)
-    return np.asarray(medians_without_each(deviations, present, least=1))
+    return np.asarray(medians_without_each(deviations, ~np.isnan(deviations), least=1))
 
 
 def level_offsets(values: np.ndarray) -> tuple[float, ...]:
