@@ -54,7 +54,8 @@ class Calibration:
     machine_sigma: float
     machine_df: int
     metrics: Mapping[MetricKey, MetricNoise]
-    #: The runner's tail weight (`noise.tail_df` of the rounds inside their levels), if known.
+    #: The runner's tail weight, if known: the typical benchmark's (`noise.typical_tail` of the
+    #: rounds inside their levels), not one weight fitted to all, which the heaviest set.
     tail_df: float | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -157,7 +158,7 @@ def calibrate(documents: Sequence[ResultsDocument]) -> Calibration:
     others = dict(zip(aligned, apart, strict=True)) if apart is not None else {}
     machine = noise.Evidence.of(factors) if factors is not None else None
     metrics: dict[MetricKey, MetricNoise] = {}
-    tails: list[np.ndarray] = []
+    tails: dict[MetricKey, list[np.ndarray]] = {}
     for key, values in sorted(logs.items()):
         array = np.asarray(values)
         if factors is not None and key[1] in ("time", "throughput") and array.size == rounds:
@@ -170,9 +171,9 @@ def calibrate(documents: Sequence[ResultsDocument]) -> Calibration:
         if df < 1:
             continue
         if key in others:
-            tails.append(within_levels(np.asarray(values) - others[key], levels))
+            tails[key] = [within_levels(np.asarray(values) - others[key], levels)]
         elif key[1] == "time":
-            tails.append(residuals)
+            tails[key] = [residuals]
         sigma = math.sqrt(float(np.sum((residuals - residuals.mean()) ** 2)) / df)
         metrics[key] = MetricNoise(
             sigma=sigma, df=df, levels=tuple(level - levels[0] for level in levels)
@@ -186,5 +187,5 @@ def calibrate(documents: Sequence[ResultsDocument]) -> Calibration:
         machine_sigma=math.sqrt(machine.var) if machine is not None else 0.0,
         machine_df=int(machine.df) if machine is not None else 0,
         metrics=metrics,
-        tail_df=noise.tail_df(tails),
+        tail_df=noise.typical_tail(tails),
     )

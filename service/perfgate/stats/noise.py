@@ -987,19 +987,39 @@ def tails_from(
     spreads: a few values say nothing of them, and the free scale of a t with few degrees of
     freedom fits one far-off value among them better than a normal does (a history of 8 runs
     gave three of a normal suite's 13 benchmarks 1.5 df)."""
-    total = np.sum(list(tables.values()), axis=0)
-    prior = total / len(tables)
-    runner = _TAIL_GRID[int(np.argmax(total))]
-    own = {key: _TAIL_GRID[int(np.argmax(t + prior))] for key, t in tables.items()}
+    runner, own = _own_tails(tables)
     # The typical benchmark's, no heavier than a weight the runner shares may be: one weight
     # fitted to all of them is set by the heaviest (a few process modes' jumps in runs of
     # several rounds, where their levels blur), which the typical one does not have.
-    # (The lower median: an even count's middle pair is split to the heavier side.)
-    typical = max(sorted(own.values())[(len(own) - 1) // 2], MIN_SHARED_TAIL)
+    typical = _typical_tail(own.values())
     return runner, {
         key: weight if values.get(key, 0) >= MIN_OWN_TAIL_VALUES else typical
         for key, weight in own.items()
     }
+
+
+def typical_tail(groups: Mapping[MetricKey, Sequence[np.ndarray]]) -> float | None:
+    """The typical metric's tail weight (`tail_dfs`: each metric's own, shrunk towards the
+    runner's; the lower median of those, no heavier than `MIN_SHARED_TAIL`); None below
+    `MIN_TAIL_VALUES` values. What a metric whose own series are too short to show its tails
+    takes, rather than the runner's one weight, which its heaviest metrics set."""
+    tables = tail_tables(groups)
+    return None if tables is None else _typical_tail(_own_tails(tables)[1].values())
+
+
+def _own_tails(tables: Mapping[MetricKey, np.ndarray]) -> tuple[float, dict[MetricKey, float]]:
+    """The runner's weight (the best of the summed tables) and each metric's, its own table
+    plus the runner's average one."""
+    total = np.sum(list(tables.values()), axis=0)
+    prior = total / len(tables)
+    own = {key: _TAIL_GRID[int(np.argmax(t + prior))] for key, t in tables.items()}
+    return _TAIL_GRID[int(np.argmax(total))], own
+
+
+def _typical_tail(weights: Iterable[float]) -> float:
+    # The lower median: an even count's middle pair is split to the heavier side.
+    ordered = sorted(weights)
+    return max(ordered[(len(ordered) - 1) // 2], MIN_SHARED_TAIL)
 
 
 def _t_loglik(values: np.ndarray, nu: float, iterations: int = 30) -> float:
