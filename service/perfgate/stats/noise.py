@@ -450,7 +450,7 @@ class History:
     #: The runner's tail weight (`tail_df`) in these runs, inside each benchmark's speed levels
     #: (`inside_levels`); None with too few of them.
     tail: float | None = None
-    #: Each metric's own tail weight, shrunk towards the runner's (`tail_dfs`); a metric with
+    #: Each metric's own tail weight, shrunk towards the runner's (`tails_from`); a metric with
     #: speed levels keeps the weight of its values as they are, its jumps included.
     tails: dict[MetricKey, float] = field(default_factory=dict)
     #: How much further a new run, as far ahead of history as the compared run is, sits from
@@ -923,31 +923,17 @@ MIN_TAIL_SERIES = 6
 
 
 def tail_df(groups: Sequence[np.ndarray]) -> float | None:
-    """The Student-t degrees of freedom that best describe a runner's run-to-run deviations.
+    """The Student-t degrees of freedom that best describe all of `groups` at once: one weight
+    for the runner, what history keeps as `History.tail`.
 
     Each group holds one benchmark's values (its runs' medians in history, its calibration
-    rounds); each gets its own location and scale, and the degrees of freedom, shared by the
-    runner, are chosen on a grid by profile likelihood. Heavy tails (a process that now and then
-    lands far off) are the runner's, not one benchmark's, and decide how far a CI must reach.
-    None with fewer than `MIN_TAIL_VALUES` values in groups of at least 6.
+    rounds); each gets its own location and scale, and the degrees of freedom are chosen on a
+    grid by profile likelihood. Fitted to all benchmarks at once it is set by the heaviest: a
+    benchmark whose own values are too few takes the typical one's instead (`typical_tail`,
+    `tails_from`). None with fewer than `MIN_TAIL_VALUES` values in groups of at least 6.
     """
-    runner, _ = tail_dfs({("", str(i)): [g] for i, g in enumerate(groups)})
-    return runner
-
-
-def tail_dfs(
-    groups: Mapping[MetricKey, Sequence[np.ndarray]],
-) -> tuple[float | None, dict[MetricKey, float]]:
-    """The runner's tail weight (`tail_df`) and each metric's, shrunk towards the runner's.
-
-    One benchmark whose processes now and then land far off does not make every benchmark of
-    the runner heavy-tailed: each metric's t df maximises its own log-likelihood (its segments
-    of at least 6 values) plus the runner's average one, a prior worth one metric's data, so a
-    metric with little to say takes the runner's weight and one with clear tails (or clearly
-    none) keeps its own. Both are (None, {}) below `MIN_TAIL_VALUES` values.
-    """
-    tables = tail_tables(groups)
-    return (None, {}) if tables is None else tails_from(tables, tail_values(groups))
+    tables = tail_tables({("", str(i)): [g] for i, g in enumerate(groups)})
+    return None if tables is None else _own_tails(tables)[0]
 
 
 def tail_values(groups: Mapping[MetricKey, Sequence[np.ndarray]]) -> dict[MetricKey, int]:
@@ -999,7 +985,7 @@ def tails_from(
 
 
 def typical_tail(groups: Mapping[MetricKey, Sequence[np.ndarray]]) -> float | None:
-    """The typical metric's tail weight (`tail_dfs`: each metric's own, shrunk towards the
+    """The typical metric's tail weight (`tails_from`: each metric's own, shrunk towards the
     runner's; the lower median of those, no heavier than `MIN_SHARED_TAIL`); None below
     `MIN_TAIL_VALUES` values. What a metric whose own series are too short to show its tails
     takes, rather than the runner's one weight, which its heaviest metrics set."""
