@@ -291,6 +291,61 @@ def test_round_factors_are_exactly_a_slow_rounds_log_factor() -> None:
     assert noise.round_factors(matrix[:3]) is None  # too few benchmarks to tell the machine
 
 
+def test_median_noise_is_at_most_what_the_benchmarks_noise_puts_in_their_median() -> None:
+    # Shuffled in-sample residuals give 70-80% of the medians' true spread, normal or t3 tails,
+    # never more: the machine's spread is never taken for less than it is. The normal-theory
+    # pi/2 sigma^2 / M would take t3 noise's for over twice what it is.
+    rng = np.random.default_rng(5)
+    for tails in (None, 3):
+        truth, found = [], []
+        for _ in range(150):
+            draws = rng.standard_t(tails, (M, 6)) if tails else rng.normal(size=(M, 6))
+            deviations = draws - draws.mean(axis=1, keepdims=True)
+            factors = np.median(deviations, axis=0)
+            truth.append(float(np.var(factors, ddof=1)))
+            found.append(noise.median_noise(deviations - factors))
+        assert 0.6 * np.mean(truth) < np.mean(found) < np.mean(truth)
+        if tails:
+            assert math.pi / 2 * 3.0 / M > 2 * np.mean(truth)  # a t3's variance is 3
+    assert noise.median_noise(np.zeros((M, 1))) == 0.0  # one round has no spread
+
+
+def test_the_benchmarks_own_noise_in_the_factors_is_not_taken_for_the_machine() -> None:
+    rng = np.random.default_rng(7)
+    for machine in (0.0, 0.02):
+        raw, left = [], []
+        for _ in range(100):
+            matrix = rng.normal(0, 0.03, (M, 6)) + rng.normal(0, machine, 6)
+            factors = noise.round_factors(matrix)
+            found = noise.round_machine(matrix)
+            assert factors is not None and found is not None and found.df == 5
+            raw.append(float(np.var(factors, ddof=1)))
+            left.append(found.var)
+        if machine:
+            # The factors' spread holds the machine's and about pi/2 0.03^2 / 13 more.
+            assert np.mean(raw) > 1.15 * machine**2
+            assert np.mean(left) == pytest.approx(machine**2, rel=0.1)
+        else:
+            assert np.mean(left) < 0.5 * np.mean(raw)
+    assert noise.round_machine(rng.normal(0, 0.03, (3, 6))) is None
+
+
+def test_history_and_calibration_take_the_machines_spread_less_the_benchmarks_noise() -> None:
+    still = [noise.history_noise(_history(Suite(s, sd=0.03), 24)).machine for s in range(6)]
+    moving = [
+        noise.history_noise(_history(Suite(s, sd=0.03, machine=0.02), 24)).machine for s in range(6)
+    ]
+    assert all(e is not None for e in (*still, *moving))
+    assert np.mean([e.var for e in still if e]) < 0.5 * math.pi / 2 * 0.03**2 / M
+    assert np.mean([e.var for e in moving if e]) == pytest.approx(0.02**2, rel=0.15)
+    calibrated = []
+    for seed in range(6):
+        suite = Suite(seed, sd=0.03)
+        record = calibrate([suite.process(commit="e" * 40) for _ in range(12)])
+        calibrated.append(record.machine_sigma**2)
+    assert np.mean(calibrated) < 0.5 * math.pi / 2 * 0.03**2 / M
+
+
 def test_speed_levels_need_two_members_and_a_clear_gap() -> None:
     rng = np.random.default_rng(3)
     one = rng.normal(0, 0.02, 24)
@@ -973,7 +1028,7 @@ def test_history_runs_of_several_rounds_are_read_as_such() -> None:
         "keys": ["b0"],
         "round_logs": {"b0": ([0.0, 0.01, -0.01], [0.0, 0.02, -0.02])},
         "differences": {"b0": 0.0},
-        "factors": (None, None),
+        "round_machine": None,
         "shape": shape,
         "calibration": None,
     }

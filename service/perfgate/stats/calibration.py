@@ -156,7 +156,7 @@ def calibrate(documents: Sequence[ResultsDocument]) -> Calibration:
     factors = noise.round_factors(matrix)
     apart = noise.round_factors_without_each(matrix)
     others = dict(zip(aligned, apart, strict=True)) if apart is not None else {}
-    machine = noise.Evidence.of(factors) if factors is not None else None
+    machine = noise.round_machine(matrix)
     metrics: dict[MetricKey, MetricNoise] = {}
     tails: dict[MetricKey, list[np.ndarray]] = {}
     for key, values in sorted(logs.items()):

@@ -155,12 +155,12 @@ def _round_logs(rounds: Sequence[np.ndarray]) -> list[float]:
     return [math.log(max(float(np.median(r)), 1e-300)) for r in rounds]
 
 
-def _round_factors(side: Mapping[str, _Bench], keys: Sequence[str]) -> np.ndarray | None:
-    """Each round's own speed factor (shared by its benchmarks), when rounds line up."""
+def _round_matrix(side: Mapping[str, _Bench], keys: Sequence[str]) -> np.ndarray | None:
+    """A side's (benchmarks x rounds) log medians, when its rounds line up."""
     per_key = [_round_logs(side[k].metrics["time"].rounds) for k in keys]
     if len({len(logs) for logs in per_key}) != 1:
         return None
-    return noise.round_factors(np.asarray(per_key))
+    return np.asarray(per_key)
 
 
 # Where the suite's finding rests on the documented default machine spread (docs/comparator.md).
@@ -263,7 +263,8 @@ def compare_documents(
     ]
     # Each round's own speed factor (what the whole machine did during that round), centred
     # within its side so that dividing it out moves neither side as a whole.
-    factors = (_round_factors(base, timed), _round_factors(head, timed))
+    matrices = [_round_matrix(side, timed) for side in (base, head)]
+    factors = tuple(noise.round_factors(m) if m is not None else None for m in matrices)
     steady = {
         k: tuple(
             without_round_factors(side[k].metrics["time"].rounds, _listed(f))
@@ -307,7 +308,7 @@ def compare_documents(
         keys=timed,
         round_logs={k: (_round_logs(steady[k][0]), _round_logs(steady[k][1])) for k in timed},
         differences=differences,
-        factors=factors,
+        round_machine=noise.pool(noise.round_machine(m) for m in matrices if m is not None),
         shape=shape,
         history=past,
         calibration=calibration,

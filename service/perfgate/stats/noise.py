@@ -280,6 +280,54 @@ def round_factors(matrix: np.ndarray) -> np.ndarray | None:
     return factors
 
 
+def round_machine(matrix: np.ndarray) -> Evidence | None:
+    """The spread of `round_factors` of a (benchmarks x rounds) matrix as the machine's, less
+    what the benchmarks' own noise puts in a median of them (`factor_spread`)."""
+    deviations = _round_deviations(matrix)
+    return None if deviations is None else factor_spread(deviations)
+
+
+# Shuffles `median_noise` averages over: its figure's own error is then a few percent of it.
+NOISE_SHUFFLES = 64
+
+
+def factor_spread(deviations: np.ndarray) -> Evidence | None:
+    """The machine's speed variance from a (benchmarks x rounds or runs) matrix of deviations
+    whose column medians are the machine factors (NaN where a benchmark is missing).
+
+    A factor is a median of M noisy benchmarks: even on a machine whose speed never moves it
+    varies, by about pi/2 sigma^2 / M for normal noise. Every benchmark's own variance already
+    holds that noise, so the factors' spread counted as the machine's counts it twice, which
+    widened an alternated comparison's CIs by 5% on simulated Gaussian suites (docs/comparator.md,
+    "The machine's spread"). What the noise alone gives (`median_noise`) is taken off, to no
+    less than nothing; the df stay the factors'.
+    """
+    factors = np.nan_to_num(_nanmedian(deviations, axis=0))
+    found = Evidence.of(factors)
+    if found is None:
+        return None
+    phantom = median_noise(deviations - factors)
+    return Evidence(var=max(found.var - phantom, 0.0), df=found.df)
+
+
+def median_noise(residuals: np.ndarray) -> float:
+    """The variance from column to column of the column medians of a (benchmarks x columns)
+    matrix of residuals, were each benchmark's residuals in no shared order: each row shuffled
+    on its own (NaN moving with it), averaged over `NOISE_SHUFFLES` fixed shuffles.
+
+    Shuffled, the rows keep their own scales, tails and modes but share nothing, so this is
+    what the benchmarks' noise alone puts in the medians, however heavy the tails (the normal
+    pi/2 sigma^2 / M would take t3 noise's median for 2.5 times as wide as it is).
+    """
+    if residuals.ndim != 2 or residuals.shape[1] < 2:
+        return 0.0
+    rng = np.random.default_rng(0)
+    stacked = np.broadcast_to(residuals, (NOISE_SHUFFLES, *residuals.shape))
+    shuffled = rng.permuted(stacked, axis=2)
+    medians = np.nan_to_num(_nanmedian(shuffled, axis=1))
+    return float(np.mean(np.var(medians, axis=1, ddof=1)))
+
+
 def _round_deviations(matrix: np.ndarray) -> np.ndarray | None:
     """Each benchmark's rounds less their mean (`round_factors`); None with too few benchmarks
     or rounds for a factor."""
@@ -564,7 +612,7 @@ def history_noise(runs: Sequence[PastRun], *, compared_at: datetime | None = Non
         found = pool(Evidence.of(part) for part in parts)
         if found is not None:
             metrics[key] = found
-    machine = Evidence.of(per_run) if len(timed) >= MIN_BENCHMARKS_FOR_COMMON else None
+    machine = factor_spread(deviations.T) if deviations is not None else None
     timed_segments = {key: parts for key, parts in segments.items() if key[1] == "time"}
     # Tails and wander are measured inside each benchmark's speed levels: a process mode's jumps
     # between levels counted as tails set the runner's weight near 1.5 df, and every steady

@@ -317,7 +317,7 @@ def build(
     keys: Sequence[str],
     round_logs: Mapping[str, tuple[list[float], list[float]]],
     differences: Mapping[str, float],
-    factors: tuple[np.ndarray | None, np.ndarray | None],
+    round_machine: Evidence | None,
     shape: SideShape,
     history: noise.History,
     calibration: Calibration | None,
@@ -327,9 +327,10 @@ def build(
     """Every timed key's noise floor, and the machine's shared variance of the comparison.
 
     `round_logs` holds each key's base and head round log medians (machine factors already
-    divided out); `differences` each key's d_j (against its baseline); `factors` each side's
-    round factors; `baselines` the keys whose baseline pools history (`history_baseline`);
-    `within` each key's spread of log samples inside a run (`within_run_spread`).
+    divided out); `differences` each key's d_j (against its baseline); `round_machine` the
+    spread of the sides' round factors (`noise.round_machine`); `baselines` the keys whose
+    baseline pools history (`history_baseline`); `within` each key's spread of log samples
+    inside a run (`within_run_spread`).
     """
     baselines = baselines or {}
     share = {key: baselines[key].base_share if key in baselines else 1.0 for key in keys}
@@ -403,7 +404,7 @@ def build(
         alone = noise.excess_variances_without_each(values, predicted, excess)
         drift = {key: min(excess, float(other)) for key, other in zip(keys, alone, strict=True)}
 
-    machine, machine_assumed = _machine(factors, shape, history, calibration)
+    machine, machine_assumed = _machine(round_machine, shape, history, calibration)
     # How heavy the tails are (each benchmark's from history, shrunk towards the runner's; else
     # the runner's, from history or calibration, which stops at 3 df: `shared_tail`): the CI's t
     # takes no more degrees of freedom than that,
@@ -618,7 +619,7 @@ def _known_levels(key: str, history: noise.History, calibration: Calibration | N
 
 
 def _machine(
-    factors: tuple[np.ndarray | None, np.ndarray | None],
+    rounds: Evidence | None,
     shape: SideShape,
     history: noise.History,
     calibration: Calibration | None,
@@ -628,7 +629,6 @@ def _machine(
 
     `SideShape.weights` turns it into what it adds to a benchmark's difference.
     """
-    rounds = noise.pool(Evidence.of(f) if f is not None else None for f in factors)
     calibrated = (
         Evidence(var=calibration.machine_sigma**2, df=calibration.machine_df)
         if calibration is not None and calibration.machine_df > 0
