@@ -8,6 +8,8 @@
     python bench/eval_comparator.py bound                # only the oracle bounds (seconds)
     python bench/eval_comparator.py pooled bench/data/eval/sim100.json \
         bench/data/eval/recorded40.json                  # the pooled tables of saved files
+    python bench/eval_comparator.py table bench/data/eval/sim100.json \
+        bench/data/eval/recorded40.json                  # their rows as one table
     python bench/eval_comparator.py record --runs 40     # ~20 s a job: perfgate run, 1 round
     python bench/eval_comparator.py record --runs 12 --rounds 3 --out /tmp/x
     python bench/recordings.py pack /tmp/x        # -> bench/data/comparator/x.tar.xz
@@ -37,7 +39,7 @@ with its count, its exact 95% interval and the one clustered by job: `clustered_
 false alarms pooled per setting over the simulated shapes and over the recorded sets, and writes
 `bench/data/eval/latest.json` (`quick.json` with `--quick`). Progress goes to stderr. `pooled`
 prints docs/comparator.md's pooled tables and the rows over their false-alarm target from saved
-files, without running anything.
+files, `table` their rows as that one markdown table, without running anything.
 
 Details. A simulated pair is a fresh sequence of the shape; the head window starts 0-8 rounds
 (`--max-gap`) after the base window, except when alternating. A recorded pair is a placement of
@@ -1219,6 +1221,14 @@ def print_pooled(paths: Sequence[Path]) -> None:
     print("\n".join(rows) or "- none")
 
 
+def print_table(paths: Sequence[Path]) -> None:
+    """`table`: the saved files' rows, in the files' order, as `eval`'s markdown table."""
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        rows += json.loads(path.read_text())["rows"]
+    print(render(rows))
+
+
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value:.1%}"
 
@@ -1360,6 +1370,8 @@ def main() -> None:
     )
     pool_parser = sub.add_parser("pooled", help="the pooled tables of saved eval files")
     pool_parser.add_argument("files", type=Path, nargs="+")
+    table_parser = sub.add_parser("table", help="the rows of saved eval files as one table")
+    table_parser.add_argument("files", type=Path, nargs="+")
     for command in ("eval", "bound"):
         ev = sub.add_parser(command)
         ev.add_argument(
@@ -1401,6 +1413,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.command == "pooled":
         print_pooled(args.files)
+        return
+    if args.command == "table":
+        print_table(args.files)
         return
     if args.command == "record":
         record(

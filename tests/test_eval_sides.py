@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -362,3 +364,23 @@ def test_the_bound_with_nothing_subtracted_pays_for_the_machine() -> None:
     bound = ec.oracle(_MachineMoves(), SEQUENTIAL, seed=0, draws=2000)
     assert bound["contract_0.1"] > 0.95
     assert bound["contract_raw_0.1"] < 0.3
+
+
+def test_the_table_of_saved_files_lists_their_rows_in_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = Path(__file__).parents[1] / "bench" / "data" / "eval"
+    paths = []
+    for name in ("sim100.json", "recorded40.json"):
+        rows = json.loads((saved / name).read_text())["rows"][:2]
+        paths.append(tmp_path / name)
+        paths[-1].write_text(json.dumps({"rows": rows}))
+    ec.print_table(paths)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| data | setting | pairs | false alarms |")
+    assert [line.split(" | ")[0] for line in lines[2:]] == [
+        "| gauss-0.5",
+        "| gauss-0.5",
+        "| avx512",
+        "| avx512",
+    ]
